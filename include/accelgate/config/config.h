@@ -1,0 +1,152 @@
+#pragma once
+
+// The typed, validated configuration tree. A Config is built once by load_config() from an
+// nginx-syntax file and is immutable afterwards: workers share it as std::shared_ptr<const Config>
+// and a reload builds a new one (DESIGN.md, "Threads"). Every inheritable http setting is already
+// merged down (http -> server -> location) when load_config() returns, so the request path reads a
+// Location's values directly and never walks parents.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "accelgate/common/log.h"
+#include "accelgate/common/result.h"
+
+namespace accelgate::config {
+
+using Millis = std::chrono::milliseconds;
+
+// Where a directive was written; kept on values that are checked again at run time (listen
+// addresses, files) so the message can still name the line.
+struct SourceLocation {
+  std::string file;
+  int line = 0;
+};
+
+// ListenAddress is one `listen` directive. |host| is "" for the wildcard address (`listen 8080;`
+// or `listen *:8080;`), else a numeric IPv4 or IPv6 address or a host name resolved at load time to
+// |addr| text form.
+struct ListenAddress {
+  std::string host;        // numeric address ("127.0.0.1", "::1"), "" = any IPv4 address
+  bool ipv6 = false;       // `listen [::]:80;` and `listen [::1]:80;`
+  uint16_t port = 80;      // 0 is allowed: the kernel picks a port (tests)
+  bool default_server = false;
+  bool reuseport = false;  // accepted; every worker always binds with SO_REUSEPORT
+  int backlog = 511;       // nginx's default on Linux
+  SourceLocation where;
+};
+
+// ReturnAction is `return CODE [TEXT|URL];` or `return URL;`. |text| may hold variables
+// ($scheme, $host, $request_uri, $uri, $args, $server_name, $server_port, $remote_addr); they
+// were checked at load time and are expanded per request by the http layer.
+struct ReturnAction {
+  int code = 0;
+  std::string text;  // body text for non-redirect codes, Location URL for 301/302/303/307/308
+  bool has_text = false;
+};
+
+// MimeTypes maps a lower-case file extension (without the dot) to a content type.
+using MimeTypes = std::unordered_map<std::string, std::string>;
+
+// AccessLog is `access_log FILE [combined] [buffer=SIZE] [flush=TIME];` or `access_log off;`.
+struct AccessLog {
+  bool enabled = true;
+  std::string path;          // absolute after load
+  size_t buffer_size = 0;    // 0 = unbuffered (nginx default); the shipped config buffers
+  Millis flush{0};           // with buffer: longest time a line may wait
+};
+
+// LocationSettings are the settings nginx lets http, server and location blocks set, already
+// merged (a value set in an inner block wins). Shared by reference from Location.
+struct LocationSettings {
+  std::string root;                          // absolute after load, no trailing '/'
+  std::vector<std::string> index{"index.html"};
+  std::shared_ptr<const MimeTypes> types;    // never null after load
+  std::string default_type = "text/plain";
+  AccessLog access_log;
+  bool sendfile = false;                     // nginx's default is off
+  Millis keepalive_timeout{75'000};
+  std::optional<Millis> keepalive_header;    // second keepalive_timeout argument
+  uint32_t keepalive_requests = 1000;
+  Millis client_body_timeout{60'000};
+  Millis send_timeout{60'000};
+  uint64_t client_max_body_size = 1 << 20;   // 0 = unlimited
+};
+
+// Location is one `location [=|^~] PATH { ... }` block (or the server's own settings, see
+// Server::fallback).
+struct Location {
+  enum class Match { kPrefix, kExact, kPrefixNoRegex };
+  Match match = Match::kPrefix;
+  std::string path;
+  LocationSettings settings;
+  std::optional<ReturnAction> return_action;
+  bool metrics = false;      // `metrics;`: serve Prometheus text
+  bool stub_status = false;  // `stub_status;`: serve nginx's stub_status text
+  SourceLocation where;
+};
+
+// ServerName is one `server_name` entry: an exact name, a leading wildcard `*.example.com` or
+// `.example.com` (the latter also matches example.com itself), or a trailing wildcard `www.*`.
+struct ServerName {
+  enum class Kind { kExact, kLeadingWildcard, kTrailingWildcard };
+  Kind kind = Kind::kExact;
+  std::string name;   // lower case; for wildcards the fixed part ("example.com", "www.")
+  bool dot_form = false;  // `.example.com`: matches the bare name too
+};
+
+struct Server {
+  std::vector<ListenAddress> listen;
+  std::vector<ServerName> server_names;   // empty: matches only via default_server
+  std::vector<Location> locations;        // in file order; matching is done by the http layer
+  Location fallback;                      // server-level settings: used when no location matches
+  Millis client_header_timeout{60'000};
+  uint64_t client_header_buffer_size = 1024;
+  uint32_t large_client_header_buffers_num = 4;
+  uint64_t large_client_header_buffers_size = 8192;
+  SourceLocation where;
+};
+
+struct HttpConfig {
+  std::vector<Server> servers;
+  bool present = false;  // an `http` block was given
+};
+
+struct Config {
+  std::string file;     // absolute path of the main file
+  std::string prefix;   // absolute; relative paths in the file resolve against it
+  int worker_processes = 1;             // `auto` resolved to the number of online CPUs
+  std::string pid_path;                 // absolute; default <prefix>/var/accelgate.pid
+  std::string error_log_path;           // absolute; default <prefix>/var/error.log; "stderr" allowed
+  LogLevel error_log_level = LogLevel::kError;
+  uint32_t worker_connections = 512;
+  bool multi_accept = false;            // events { multi_accept on; }
+  uint32_t worker_rlimit_nofile = 0;    // 0 = not set: leave RLIMIT_NOFILE as it is
+  HttpConfig http;
+  // warnings are "file:line: message" lines nginx would log at warn level while loading
+  // (a conflicting server_name, a duplicate MIME extension); the caller logs them.
+  std::vector<std::string> warnings;
+};
+
+// LoadOptions say where the main file is and what relative paths resolve against.
+struct LoadOptions {
+  std::string file;    // as given with -c; relative to the current directory
+  std::string prefix;  // as given with -p; "" = the current directory
+};
+
+// load_config reads, parses and validates the whole configuration, following `include`s. On
+// failure the Error message is "file:line: what was wrong", ready to print. Never throws.
+Result<std::shared_ptr<const Config>> load_config(const LoadOptions& options);
+
+// parse_config_text is load_config over an in-memory main file named |name| (includes are
+// resolved against |base_dir|). Used by tests and the config fuzzer.
+Result<std::shared_ptr<const Config>> parse_config_text(const std::string& text,
+                                                        const std::string& name,
+                                                        const std::string& base_dir);
+
+}  // namespace accelgate::config

@@ -1,0 +1,154 @@
+#pragma once
+
+// Builder turns the Directive tree into a Config. Every directive is a row in a table
+// (DirectiveSpec): its name, the blocks it may appear in, how many arguments it takes, whether it
+// opens a block or may appear only once per block, and the handler that stores its value. Rows
+// are grouped by file (main_directives(), http_directives(), server_directives()); a new block or
+// directive is a new row and, where it stores something, a new field.
+//
+// Inheritable http settings are collected as drafts (every field optional: "not set here") and
+// merged http -> server -> location once the whole tree has been read, because nginx lets an
+// http-level directive follow the server blocks it applies to.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accelgate/config/config.h"
+#include "ast.h"
+
+namespace accelgate::config {
+
+// Context is the kind of block a directive stands in; DirectiveSpec::contexts is a bit set.
+enum Context : uint32_t {
+  kMain = 1u << 0,
+  kEvents = 1u << 1,
+  kHttp = 1u << 2,
+  kServer = 1u << 3,
+  kLocation = 1u << 4,
+};
+inline constexpr uint32_t kHttpScopes = kHttp | kServer | kLocation;
+
+// SettingsDraft is LocationSettings as written in one http, server or location block.
+struct SettingsDraft {
+  std::optional<std::string> root;  // resolved against the prefix
+  std::optional<std::vector<std::string>> index;
+  std::shared_ptr<MimeTypes> types;  // null: no `types` block here
+  std::optional<std::string> default_type;
+  std::optional<AccessLog> access_log;
+  std::optional<bool> sendfile;
+  std::optional<std::pair<Millis, std::optional<Millis>>> keepalive_timeout;
+  std::optional<uint32_t> keepalive_requests;
+  std::optional<Millis> client_body_timeout;
+  std::optional<Millis> send_timeout;
+  std::optional<uint64_t> client_max_body_size;
+};
+
+// ServerLimitsDraft holds the settings http and server blocks may set but locations may not.
+struct ServerLimitsDraft {
+  std::optional<Millis> client_header_timeout;
+  std::optional<uint64_t> client_header_buffer_size;
+  std::optional<std::pair<uint32_t, uint64_t>> large_client_header_buffers;
+};
+
+struct LocationDraft {
+  Location location;  // match, path, return, metrics, stub_status, where; settings come later
+  SettingsDraft settings;
+};
+
+struct ServerDraft {
+  Server server;  // listen, server_names, where; the rest comes from the drafts below
+  SettingsDraft settings;
+  ServerLimitsDraft limits;
+  std::optional<ReturnAction> return_action;
+  std::vector<LocationDraft> locations;
+  std::set<std::pair<bool, std::string>> location_keys;  // (exact, path): catches duplicates
+};
+
+struct HttpDraft {
+  bool present = false;
+  SettingsDraft settings;
+  ServerLimitsDraft limits;
+  std::vector<ServerDraft> servers;
+};
+
+class Builder;
+using Handler = void (*)(Builder& builder, const Directive& d);
+
+inline constexpr int kAnyArgs = -1;
+
+struct DirectiveSpec {
+  enum Flags : uint32_t { kNone = 0, kBlock = 1u << 0, kOnce = 1u << 1 };
+  const char* name;
+  uint32_t contexts;  // bit set of Context
+  int min_args;
+  int max_args;  // kAnyArgs: no limit
+  uint32_t flags;
+  Handler handler;
+};
+
+// The directive tables, one per file that implements them.
+std::span<const DirectiveSpec> main_directives();  // build_main.cc: main and events
+std::span<const DirectiveSpec> http_directives();  // build_http.cc: http, server, location settings
+std::span<const DirectiveSpec> server_directives();  // build_server.cc: server, listen, location
+
+class Builder {
+ public:
+  // |prefix| is absolute; relative paths in the file resolve against it.
+  explicit Builder(std::string prefix);
+
+  // build reads the main file's directives; finish merges and validates and returns the tree.
+  void build(const std::vector<Directive>& top);
+  std::shared_ptr<Config> finish();
+
+  // run_block checks and runs the children of |block| as directives of |context|.
+  void run_block(const Directive& block, Context context);
+
+  Context context() const { return context_; }
+  Config& config() { return *config_; }
+  HttpDraft& http() { return http_; }
+  // settings is the draft of the innermost http, server or location block.
+  SettingsDraft& settings();
+  // limits is the draft of the innermost http or server block.
+  ServerLimitsDraft& limits();
+  ServerDraft& server() { return *server_; }
+  LocationDraft* location() { return location_; }
+  void set_server(ServerDraft* server) { server_ = server; }
+  void set_location(LocationDraft* location) { location_ = location; }
+
+  // resolve_path makes |path| absolute against the prefix and normalises it.
+  std::string resolve_path(const std::string& path) const;
+  void warn(const SourceLocation& where, const std::string& message);
+
+ private:
+  void dispatch(const Directive& d, std::vector<const char*>& seen);
+  LocationSettings finish_settings(const SettingsDraft& draft) const;
+  void check_listens();
+
+  std::string prefix_;
+  std::shared_ptr<Config> config_;
+  HttpDraft http_;
+  Context context_ = kMain;
+  ServerDraft* server_ = nullptr;
+  LocationDraft* location_ = nullptr;
+  std::shared_ptr<const MimeTypes> default_types_;
+};
+
+// Helpers for handlers. Each throws a ConfigError at |d|'s line.
+[[noreturn]] void invalid_value(const Directive& d, const std::string& value,
+                                const std::string& hint = "");
+uint64_t number_arg(const Directive& d, size_t i, uint64_t min, uint64_t max);
+uint64_t size_arg(const Directive& d, size_t i);
+Millis time_arg(const Directive& d, size_t i);
+bool flag_arg(const Directive& d, size_t i);
+std::string quote(const std::string& s);
+
+// merge_settings fills every field |inner| leaves unset from |outer|.
+void merge_settings(SettingsDraft& inner, const SettingsDraft& outer);
+
+}  // namespace accelgate::config
