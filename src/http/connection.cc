@@ -1,0 +1,113 @@
+#include "accelgate/http/connection.h"
+
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <unistd.h>
+
+#include "accelgate/common/log.h"
+#include "access_log.h"
+#include "http_connection.h"
+#include "http_stats.h"
+#include "response.h"
+
+namespace accelgate::http {
+namespace {
+
+constexpr size_t kFileBufferSize = 64 * 1024;
+
+std::string format_peer(const sockaddr_storage& peer) {
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (peer.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&peer);
+    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    port = ntohs(in->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&peer);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    port = ntohs(in6->sin6_port);
+    return "[" + std::string(host) + "]:" + std::to_string(port);
+  }
+  return "unknown";
+}
+
+}  // namespace
+
+WorkerContext::WorkerContext(event::EventLoop* loop, int index)
+    : loop_(loop),
+      index_(index),
+      access_log_(std::make_unique<AccessLogBuffer>()),
+      access_log_flush_(loop, [this] { access_log_->flush_all(); }),
+      file_buffer_(kFileBufferSize) {}
+
+WorkerContext::~WorkerContext() {
+  close_all();
+  access_log_->flush_all();
+}
+
+void WorkerContext::accept_connection(int fd, const sockaddr_storage& peer,
+                                      std::shared_ptr<const VirtualHosts> hosts) {
+  stats().accepted.inc();
+  stats().handled.inc();
+  stats().active.add(1);
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  auto transport = std::make_unique<PlainTransport>(fd);
+  auto conn = std::make_unique<HttpConnection>(this, std::move(transport), format_peer(peer),
+                                               std::move(hosts));
+  HttpConnection* raw = conn.get();
+  connections_.push_front(std::move(conn));
+  raw->self = connections_.begin();
+  if (Status st = loop_->add(fd, raw); !st) {
+    AG_LOG_ERROR("cannot watch a new connection: %s", st.error().message.c_str());
+    raw->close();
+    return;
+  }
+  raw->start();
+}
+
+void WorkerContext::release(HttpConnection* connection) {
+  stats().active.add(-1);
+  // Deferred: the connection may be in the middle of its own call stack, and other events for it
+  // may still be queued in this epoll batch (it ignores them once closed).
+  auto it = connection->self;
+  loop_->defer([this, it] {
+    connections_.erase(it);
+    if (on_connection_closed_) on_connection_closed_();
+  });
+}
+
+void WorkerContext::drain() {
+  draining_ = true;
+  std::vector<HttpConnection*> idle;
+  for (auto& c : connections_) {
+    if (c->idle()) idle.push_back(c.get());
+  }
+  for (HttpConnection* c : idle) c->close();
+}
+
+void WorkerContext::close_all() {
+  std::vector<HttpConnection*> all;
+  for (auto& c : connections_) all.push_back(c.get());
+  for (HttpConnection* c : all) c->close();
+}
+
+const std::string& WorkerContext::date_header() {
+  time_t now = loop_->wall_time();
+  if (now != date_second_) {
+    date_second_ = now;
+    std::string date;
+    format_http_date(now, &date);
+    date_header_ = "Date: " + date + "\r\n";
+  }
+  return date_header_;
+}
+
+void WorkerContext::schedule_access_log_flush(std::chrono::milliseconds flush) {
+  if (access_log_->empty() || access_log_flush_.armed()) return;
+  access_log_flush_.arm(flush.count() > 0 ? flush : std::chrono::milliseconds(1000));
+}
+
+}  // namespace accelgate::http

@@ -1,0 +1,112 @@
+#pragma once
+
+// HttpConnection: see include/accelgate/http/connection.h for the state machine. Private to the
+// http layer; the worker only sees WorkerContext.
+
+#include <list>
+#include <memory>
+#include <string>
+
+#include "accelgate/config/config.h"
+#include "accelgate/event/event_loop.h"
+#include "accelgate/http/connection.h"
+#include "accelgate/http/parser.h"
+#include "accelgate/http/transport.h"
+#include "accelgate/http/virtual_hosts.h"
+
+namespace accelgate::http {
+
+class HttpConnection final : public event::IoHandler {
+ public:
+  HttpConnection(WorkerContext* ctx, std::unique_ptr<Transport> transport, std::string peer,
+                 std::shared_ptr<const VirtualHosts> hosts);
+  ~HttpConnection() override;
+
+  void start();
+  void on_io(uint32_t events) override;
+
+  // idle says whether no request is in progress (waiting for the first byte of one).
+  bool idle() const;
+  // close releases the socket and hands this object back to the worker for deletion.
+  void close();
+
+  std::list<std::unique_ptr<HttpConnection>>::iterator self;
+
+ private:
+  enum class State { kReadingHead, kReadingBody, kWriting, kLingering, kClosed };
+  // Phase is what stub_status reports: Reading, Writing or Waiting (idle keep-alive).
+  enum class Phase { kNone, kReading, kWriting, kWaiting };
+
+  void drive();
+  bool read_head();
+  bool read_body();
+  bool write_response();
+  bool linger();
+  // fill_input reads what the socket has into the input buffer; false when the caller must wait
+  // (or the connection was closed).
+  enum class Fill { kData, kWait, kClosed };
+  Fill fill_input();
+
+  void handle_request();
+  void respond_return(const config::Location& location, const config::ReturnAction& action);
+  void respond_static(const config::Location& location);
+  void respond_text(int status, const std::string& content_type, std::string body);
+  void respond_error(int status);
+  void begin_response(int status, bool has_body_length, uint64_t length);
+  void finish_head();
+  void finish_request();
+  void close_after_error(int status, const char* reason);
+  std::string expand_variables(const std::string& text) const;
+  void log_access();
+  void set_phase(Phase phase);
+  void arm_timer(config::Millis timeout);
+
+  WorkerContext* ctx_;
+  std::unique_ptr<Transport> transport_;
+  std::string peer_;
+  std::shared_ptr<const VirtualHosts> hosts_;
+  event::Timer timer_;
+  State state_ = State::kReadingHead;
+  Phase phase_ = Phase::kNone;
+  bool read_ready_ = true;
+  bool peer_closed_ = false;
+
+  // Input: bytes [in_pos_, in_len_) of in_ are unparsed.
+  std::string in_;
+  size_t in_pos_ = 0;
+  size_t in_len_ = 0;
+  size_t max_head_ = 0;
+  ParseLimits limits_;
+
+  // The current request.
+  RequestHead head_;
+  std::string request_line_;
+  std::string path_;
+  const config::Server* server_ = nullptr;
+  const config::Location* location_ = nullptr;
+  uint64_t body_remaining_ = 0;
+  uint64_t body_received_ = 0;
+  bool body_chunked_ = false;
+  bool body_done_ = false;
+  ChunkedDecoder chunked_;
+  uint32_t requests_ = 0;
+  int status_ = 0;
+  bool keep_alive_ = false;
+  bool lingering_after_ = false;
+  bool send_body_ = true;
+  bool head_sent_continue_ = false;
+
+  // Output: out_[out_pos_..] first, then the file range.
+  std::string out_;
+  size_t out_pos_ = 0;
+  size_t head_size_ = 0;  // bytes of out_ that are the response head
+  int file_fd_ = -1;
+  off_t file_offset_ = 0;
+  uint64_t file_remaining_ = 0;
+  bool use_sendfile_ = false;
+  uint64_t body_bytes_sent_ = 0;
+  uint64_t body_length_ = 0;
+  event::Clock::time_point linger_deadline_;
+};
+
+}  // namespace accelgate::http

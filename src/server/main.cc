@@ -1,0 +1,134 @@
+// accelgate: the server binary. Parses the command line (nginx's flags where they mean the same)
+// and hands over to run_server(). The only file not linked into tests.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "accelgate/config/config.h"
+#include "accelgate/server/server.h"
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+void usage(FILE* out) {
+  std::fprintf(out,
+               "Usage: accelgate [-?hvt] [-s signal] [-p prefix] [-c filename]\n\n"
+               "Options:\n"
+               "  -?,-h         : this help\n"
+               "  -v            : show version and build options, then exit\n"
+               "  -t            : test configuration and exit\n"
+               "  -s signal     : send signal to the running server: stop, quit, reopen, reload\n"
+               "  -p prefix     : set prefix path (default: the current directory)\n"
+               "  -c filename   : set configuration file (default: conf/accelgate.conf)\n");
+}
+
+void print_version() {
+  std::printf("accelgate version %s\n", kVersion);
+  std::printf("built with GCC %d.%d.%d, C++%ld\n", __GNUC__, __GNUC_MINOR__, __GNUC_PATCHLEVEL__,
+              __cplusplus / 100 % 100);
+#if defined(__SANITIZE_ADDRESS__)
+  std::printf("build options: sanitizers=address,undefined\n");
+#else
+  std::printf("build options: release\n");
+#endif
+}
+
+int send_signal(const accelgate::config::LoadOptions& options, const std::string& name) {
+  int sig = name == "stop"     ? SIGTERM
+            : name == "quit"   ? SIGQUIT
+            : name == "reopen" ? SIGUSR1
+            : name == "reload" ? SIGHUP
+                               : 0;
+  if (sig == 0) {
+    std::fprintf(stderr, "accelgate: invalid option: \"-s %s\"\n", name.c_str());
+    return 1;
+  }
+  auto config = accelgate::config::load_config(options);
+  if (!config) {
+    std::fprintf(stderr, "accelgate: [emerg] %s\n", config.error().message.c_str());
+    return 1;
+  }
+  const std::string& pid_path = (*config)->pid_path;
+  std::ifstream in(pid_path);
+  long pid = 0;
+  if (!(in >> pid) || pid <= 0) {
+    std::fprintf(stderr, "accelgate: [error] invalid PID number in \"%s\"\n", pid_path.c_str());
+    return 1;
+  }
+  if (::kill(static_cast<pid_t>(pid), sig) != 0) {
+    std::fprintf(stderr, "accelgate: [error] kill(%ld, %d) failed: %s\n", pid, sig,
+                 std::strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  accelgate::config::LoadOptions options;
+  std::string conf_file;
+  std::string signal_name;
+  bool test_only = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto need_value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "accelgate: option \"%s\" requires a value\n", flag);
+        std::exit(1);
+      }
+      return argv[++i];
+    };
+    if (arg == "-h" || arg == "-?" || arg == "--help") {
+      usage(stdout);
+      return 0;
+    } else if (arg == "-v" || arg == "-V" || arg == "--version") {
+      print_version();
+      return 0;
+    } else if (arg == "-t") {
+      test_only = true;
+    } else if (arg == "-c") {
+      conf_file = need_value("-c");
+    } else if (arg == "-p") {
+      options.prefix = need_value("-p");
+    } else if (arg == "-s") {
+      signal_name = need_value("-s");
+    } else {
+      std::fprintf(stderr, "accelgate: invalid option: \"%s\"\n", arg.c_str());
+      usage(stderr);
+      return 1;
+    }
+  }
+  if (conf_file.empty()) conf_file = "conf/accelgate.conf";
+  // As nginx: a relative -c names a file under the prefix.
+  if (conf_file[0] != '/' && !options.prefix.empty()) {
+    conf_file = options.prefix + "/" + conf_file;
+  }
+  options.file = conf_file;
+
+  if (!signal_name.empty()) return send_signal(options, signal_name);
+  if (test_only) {
+    auto config = accelgate::config::load_config(options);
+    if (!config) {
+      std::fprintf(stderr, "accelgate: [emerg] %s\n", config.error().message.c_str());
+      std::fprintf(stderr, "accelgate: configuration file %s test failed\n", conf_file.c_str());
+      return 1;
+    }
+    for (const std::string& w : (*config)->warnings) {
+      std::fprintf(stderr, "accelgate: [warn] %s\n", w.c_str());
+    }
+    std::fprintf(stderr, "accelgate: the configuration file %s syntax is ok\n",
+                 (*config)->file.c_str());
+    std::fprintf(stderr, "accelgate: configuration file %s test is successful\n",
+                 (*config)->file.c_str());
+    return 0;
+  }
+  return accelgate::server::run_server(options);
+}

@@ -1,0 +1,175 @@
+#include "worker.h"
+
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "accelgate/common/log.h"
+
+namespace accelgate::server {
+
+// Listener accepts on one socket of one worker.
+class Listener final : public event::IoHandler {
+ public:
+  Listener(Worker* worker, ListenerBinding binding)
+      : worker_(worker), fd_(binding.fd), hosts_(std::move(binding.hosts)) {}
+  ~Listener() override { ::close(fd_); }
+
+  void on_io(uint32_t) override { accept_ready(); }
+
+  // accept_ready accepts until the queue is empty or the worker is full; false when full.
+  bool accept_ready() {
+    http::WorkerContext& ctx = *worker_->ctx_;
+    uint32_t limit = worker_->config_->worker_connections;
+    for (;;) {
+      if (ctx.connection_count() >= limit) {
+        if (!worker_->accept_paused_) {
+          AG_LOG_WARN("%u worker_connections are not enough", limit);
+        }
+        worker_->accept_paused_ = true;
+        return false;
+      }
+      sockaddr_storage peer{};
+      socklen_t len = sizeof(peer);
+      int fd =
+          ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        // EMFILE/ENFILE/ENOBUFS: stop accepting until a connection closes.
+        AG_LOG_CRIT("accept4() on %s failed: %s", hosts_->address.c_str(), std::strerror(errno));
+        worker_->accept_paused_ = true;
+        return false;
+      }
+      ctx.accept_connection(fd, peer, hosts_);
+    }
+  }
+
+  int fd() const { return fd_; }
+  void set_hosts(std::shared_ptr<const http::VirtualHosts> hosts) { hosts_ = std::move(hosts); }
+
+ private:
+  Worker* worker_;
+  int fd_;
+  std::shared_ptr<const http::VirtualHosts> hosts_;
+};
+
+Worker::Worker(int index) : index_(index) {}
+
+Worker::~Worker() { join(); }
+
+Status Worker::start(std::shared_ptr<const config::Config> config,
+                     std::vector<ListenerBinding> bindings) {
+  auto loop = event::EventLoop::create();
+  if (!loop) return loop.error();
+  loop_ = std::move(*loop);
+  ctx_ = std::make_unique<http::WorkerContext>(loop_.get(), index_);
+  ctx_->set_on_connection_closed([this] {
+    if (accept_paused_ && !stopping_) {
+      accept_paused_ = false;
+      accept_all();
+    }
+    maybe_finish();
+  });
+  config_ = std::move(config);
+  for (ListenerBinding& b : bindings) {
+    auto listener = std::make_unique<Listener>(this, std::move(b));
+    if (Status st = loop_->add_readable(listener->fd(), listener.get()); !st) return st;
+    listeners_.push_back(std::move(listener));
+  }
+  thread_ = std::thread([this] { run(); });
+  return {};
+}
+
+void Worker::run() {
+  char name[16];
+  std::snprintf(name, sizeof(name), "ag-worker-%d", index_);
+  ::pthread_setname_np(::pthread_self(), name);
+  accept_all();
+  loop_->run();
+  // Fast stop or the last connection of a graceful stop: release everything on this thread.
+  ctx_->close_all();
+  listeners_.clear();
+  ctx_.reset();
+  finished_ = true;
+}
+
+void Worker::accept_all() {
+  for (auto& l : listeners_) {
+    if (!l->accept_ready()) return;
+  }
+}
+
+void Worker::apply_bindings(std::vector<ListenerBinding> bindings) {
+  std::vector<std::unique_ptr<Listener>> kept;
+  for (ListenerBinding& b : bindings) {
+    bool found = false;
+    for (auto& l : listeners_) {
+      if (l && l->fd() == b.fd) {
+        l->set_hosts(std::move(b.hosts));
+        kept.push_back(std::move(l));
+        found = true;
+        break;
+      }
+    }
+    if (found) continue;
+    auto listener = std::make_unique<Listener>(this, std::move(b));
+    if (Status st = loop_->add_readable(listener->fd(), listener.get()); !st) {
+      AG_LOG_ALERT("cannot watch a listening socket: %s", st.error().message.c_str());
+      continue;
+    }
+    kept.push_back(std::move(listener));
+  }
+  for (auto& l : listeners_) {
+    if (l) loop_->remove(l->fd());
+  }
+  listeners_ = std::move(kept);  // closes the dropped ones
+}
+
+void Worker::reload(std::shared_ptr<const config::Config> config,
+                    std::vector<ListenerBinding> bindings) {
+  loop_->post([this, config = std::move(config), bindings = std::move(bindings)]() mutable {
+    if (stopping_) {
+      for (ListenerBinding& b : bindings) {
+        bool ours = false;
+        for (auto& l : listeners_) ours |= l->fd() == b.fd;
+        if (!ours) ::close(b.fd);
+      }
+      return;
+    }
+    config_ = std::move(config);
+    apply_bindings(std::move(bindings));
+    accept_all();
+  });
+}
+
+void Worker::graceful_stop() {
+  loop_->post([this] {
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& l : listeners_) loop_->remove(l->fd());
+    listeners_.clear();
+    ctx_->drain();
+    maybe_finish();
+  });
+}
+
+void Worker::fast_stop() {
+  loop_->post([this] {
+    stopping_ = true;
+    loop_->stop();
+  });
+}
+
+void Worker::maybe_finish() {
+  if (stopping_ && ctx_->connection_count() == 0) loop_->stop();
+}
+
+void Worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace accelgate::server
