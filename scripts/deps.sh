@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# deps.sh: installs every build, test and benchmark dependency of accelgate with apt-get.
+# Idempotent and quiet when everything is present. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  cmake ninja-build g++ pkg-config libssl-dev zlib1g-dev
+  # tests
+  libgtest-dev libgmock-dev valgrind clang libclang-rt-14-dev python3 curl openssl procps
+  # benchmarks and side-by-side peers
+  libbenchmark-dev wrk nginx-light
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

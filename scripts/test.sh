@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# test.sh: installs dependencies, builds a release tree (warnings are errors) and an ASan+UBSan
+# tree, runs every test of both through CTest, then runs each libFuzzer target for a fixed number
+# of iterations. Any failure makes it exit non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/deps.sh
+JOBS=${JOBS:-$(nproc)}
+FUZZ_RUNS=${FUZZ_RUNS:-100000}
+
+build() {  # build DIR [cmake options...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DAG_WERROR=ON "$@" >/dev/null
+  ninja -C "$dir" -j "$JOBS"
+}
+
+echo "== release build" >&2
+build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== release tests" >&2
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+echo "== ASan+UBSan build" >&2
+build build-asan -DCMAKE_BUILD_TYPE=Debug -DAG_SANITIZE=ON -DAG_BENCH=OFF
+echo "== ASan+UBSan tests" >&2
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$JOBS"
+
+echo "== fuzzers ($FUZZ_RUNS runs each)" >&2
+CC=clang CXX=clang++ build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAG_FUZZ=ON \
+  -DAG_TESTS=OFF -DAG_BENCH=OFF
+for f in fuzz_http_parser fuzz_config; do
+  corpus=tests/fuzz/corpus/${f#fuzz_}
+  ./build-fuzz/tests/fuzz/$f -runs="$FUZZ_RUNS" -max_len=4096 -timeout=10 \
+    $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -n 2
+done
+echo "== all tests passed" >&2
