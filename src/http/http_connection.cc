@@ -169,6 +169,7 @@ bool HttpConnection::read_head() {
         std::string_view raw(in_.data() + in_pos_, std::min<size_t>(in_len_ - in_pos_, 1024));
         request_line_.assign(raw.substr(0, raw.find_first_of("\r\n")));
         head_ = RequestHead();
+        stats().requests.inc();
         close_after_error(pr.error_code, pr.reason);
         return true;
       }
@@ -187,6 +188,7 @@ bool HttpConnection::read_head() {
 
 void HttpConnection::handle_request() {
   ++requests_;
+  stats().requests.inc();
   set_phase(Phase::kWriting);
   timer_.disarm();
   request_line_.assign(head_.method_name);
@@ -649,7 +651,6 @@ std::string HttpConnection::expand_variables(const std::string& text) const {
 }
 
 void HttpConnection::log_access() {
-  stats().requests.inc();
   stats().count_status(status_);
   const config::Location* loc = location_ ? location_ : &hosts_->default_server->fallback;
   const config::AccessLog& log = loc->settings.access_log;

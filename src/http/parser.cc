@@ -302,11 +302,13 @@ Step HeadParser::parse_request_line(const char** pos, const char* lim) {
   if (*q != '\n') return fail(400, "bare CR in request line");
   ++q;
 
+  // RFC 9110 §6.2: a higher minor version of a major version we implement is processed as the
+  // highest minor we implement (HTTP/1.2 as HTTP/1.1, as nginx does); another major version gets
+  // 505.
+  if (major != 1) return fail(505, "HTTP version not supported");
   head_->version_major = major;
-  head_->version_minor = minor;
-  // RFC 9110 §6.2: a well-formed version we do not implement gets 505.
-  if (major != 1 || minor > 1) return fail(505, "HTTP version not supported");
-  head_->keep_alive = minor == 1;
+  head_->version_minor = minor > 1 ? 1 : minor;
+  head_->keep_alive = head_->version_minor == 1;
   *pos = q;
   return Step::kDone;
 }

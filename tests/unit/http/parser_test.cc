@@ -335,7 +335,6 @@ const std::vector<BadCase>& bad_cases() {
       {"tab_separator", "GET\t/ HTTP/1.1\r\nHost: a\r\n\r\n", 400},
       {"trailing_space_after_version", "GET / HTTP/1.1 \r\nHost: a\r\n\r\n", 400},
       {"lowercase_http", "GET / http/1.1\r\nHost: a\r\n\r\n", 400},
-      {"http_1_2", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", 505},
       {"http_2_0", "GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
       {"http_0_9_version", "GET / HTTP/0.9\r\n\r\n", 505},
       {"version_two_digits", "GET / HTTP/10.1\r\nHost: a\r\n\r\n", 400},
@@ -772,6 +771,17 @@ TEST(IequalsTest, AsciiOnly) {
   EXPECT_FALSE(iequals("a", "b"));
   EXPECT_FALSE(iequals("[", "{"));  // 0x5b vs 0x7b: only letters fold
   EXPECT_FALSE(iequals("\xc3", "\xe3"));
+}
+
+TEST(ParserTest, HigherMinorVersionIsProcessedAsHttp11) {
+  // RFC 9110 §6.2: HTTP/1.2 is answered as HTTP/1.1 (nginx does the same); HTTP/2.0 is 505.
+  const std::string req = "GET / HTTP/1.2\r\nHost: a\r\n\r\n";
+  RequestHead head;
+  ParseResult r = parse_request_head(req.data(), req.size(), ParseLimits{}, &head);
+  ASSERT_EQ(r.status, ParseStatus::kComplete);
+  EXPECT_EQ(head.version_major, 1);
+  EXPECT_EQ(head.version_minor, 1);
+  EXPECT_TRUE(head.keep_alive);
 }
 
 }  // namespace
