@@ -7,7 +7,7 @@ PACKAGES=(
   # build
   cmake ninja-build g++ pkg-config libssl-dev zlib1g-dev
   # tests
-  libgtest-dev libgmock-dev valgrind clang libclang-rt-14-dev python3 curl openssl procps
+  libgtest-dev libgmock-dev valgrind clang clang-format clang-tidy libclang-rt-14-dev python3 curl openssl procps
   # benchmarks and side-by-side peers
   libbenchmark-dev wrk nginx-light
 )

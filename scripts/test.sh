@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
 FUZZ_RUNS=${FUZZ_RUNS:-100000}
 
+echo "== clang-format" >&2
+git ls-files '*.cc' '*.h' | xargs clang-format --dry-run -Werror
+
 build() {  # build DIR [cmake options...]
   local dir=$1
   shift
@@ -31,8 +34,9 @@ echo "== fuzzers ($FUZZ_RUNS runs each)" >&2
 CC=clang CXX=clang++ build build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAG_FUZZ=ON \
   -DAG_TESTS=OFF -DAG_BENCH=OFF
 for f in fuzz_http_parser fuzz_config; do
-  corpus=tests/fuzz/corpus/${f#fuzz_}
-  ./build-fuzz/tests/fuzz/$f -runs="$FUZZ_RUNS" -max_len=4096 -timeout=10 \
-    $( [ -d "$corpus" ] && echo "$corpus" ) 2>&1 | tail -n 2
+  # A fresh corpus directory per run, so libFuzzer never writes into the source tree.
+  corpus=$(mktemp -d)
+  ./build-fuzz/tests/fuzz/$f -runs="$FUZZ_RUNS" -max_len=4096 -timeout=10 "$corpus" 2>&1 | tail -n 1
+  rm -rf "$corpus"
 done
 echo "== all tests passed" >&2

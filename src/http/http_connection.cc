@@ -330,7 +330,10 @@ void HttpConnection::begin_response(int status, bool has_length, uint64_t length
   if (status >= 400 && status != 404 && status != 416 && status != 405 && status != 403) {
     keep_alive_ = false;
   }
-  if (requests_ >= location_->settings.keepalive_requests) keep_alive_ = false;
+  if (requests_ >= location_->settings.keepalive_requests ||
+      location_->settings.keepalive_timeout.count() == 0) {
+    keep_alive_ = false;  // keepalive_timeout 0 disables keep-alive, as in nginx
+  }
   out_.clear();
   out_pos_ = 0;
   out_.append(head_.version_minor == 0 && head_.version_major == 1 ? "HTTP/1.0 " : "HTTP/1.1 ");
@@ -536,6 +539,9 @@ void HttpConnection::finish_request() {
   }
   out_.clear();
   out_pos_ = 0;
+  // Closing with unread input makes the kernel send a reset, which can destroy the response
+  // before the client reads it: drain first, as nginx's lingering_close does.
+  if (!keep_alive_ && (in_len_ > in_pos_ || read_ready_)) lingering_after_ = true;
   if (lingering_after_) {
     transport_->shutdown_write();
     state_ = State::kLingering;

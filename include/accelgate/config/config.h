@@ -32,9 +32,9 @@ struct SourceLocation {
 // or `listen *:8080;`), else a numeric IPv4 or IPv6 address or a host name resolved at load time to
 // |addr| text form.
 struct ListenAddress {
-  std::string host;        // numeric address ("127.0.0.1", "::1"), "" = any IPv4 address
-  bool ipv6 = false;       // `listen [::]:80;` and `listen [::1]:80;`
-  uint16_t port = 80;      // 0 is allowed: the kernel picks a port (tests)
+  std::string host;    // numeric address ("127.0.0.1", "::1"), "" = any IPv4 address
+  bool ipv6 = false;   // `listen [::]:80;` and `listen [::1]:80;`
+  uint16_t port = 80;  // 0 is allowed: the kernel picks a port (tests)
   bool default_server = false;
   bool reuseport = false;  // accepted; every worker always binds with SO_REUSEPORT
   int backlog = 511;       // nginx's default on Linux
@@ -56,26 +56,26 @@ using MimeTypes = std::unordered_map<std::string, std::string>;
 // AccessLog is `access_log FILE [combined] [buffer=SIZE] [flush=TIME];` or `access_log off;`.
 struct AccessLog {
   bool enabled = true;
-  std::string path;          // absolute after load
-  size_t buffer_size = 0;    // 0 = unbuffered (nginx default); the shipped config buffers
-  Millis flush{0};           // with buffer: longest time a line may wait
+  std::string path;        // absolute after load
+  size_t buffer_size = 0;  // 0 = unbuffered (nginx default); the shipped config buffers
+  Millis flush{0};         // with buffer: longest time a line may wait
 };
 
 // LocationSettings are the settings nginx lets http, server and location blocks set, already
 // merged (a value set in an inner block wins). Shared by reference from Location.
 struct LocationSettings {
-  std::string root;                          // absolute after load, no trailing '/'
+  std::string root;  // absolute after load, no trailing '/'
   std::vector<std::string> index{"index.html"};
-  std::shared_ptr<const MimeTypes> types;    // never null after load
+  std::shared_ptr<const MimeTypes> types;  // never null after load
   std::string default_type = "text/plain";
   AccessLog access_log;
-  bool sendfile = false;                     // nginx's default is off
+  bool sendfile = false;  // nginx's default is off
   Millis keepalive_timeout{75'000};
-  std::optional<Millis> keepalive_header;    // second keepalive_timeout argument
+  std::optional<Millis> keepalive_header;  // second keepalive_timeout argument
   uint32_t keepalive_requests = 1000;
   Millis client_body_timeout{60'000};
   Millis send_timeout{60'000};
-  uint64_t client_max_body_size = 1 << 20;   // 0 = unlimited
+  uint64_t client_max_body_size = 1 << 20;  // 0 = unlimited
 };
 
 // Location is one `location [=|^~] PATH { ... }` block (or the server's own settings, see
@@ -96,15 +96,15 @@ struct Location {
 struct ServerName {
   enum class Kind { kExact, kLeadingWildcard, kTrailingWildcard };
   Kind kind = Kind::kExact;
-  std::string name;   // lower case; for wildcards the fixed part ("example.com", "www.")
+  std::string name;       // lower case; for wildcards the fixed part ("example.com", "www.")
   bool dot_form = false;  // `.example.com`: matches the bare name too
 };
 
 struct Server {
   std::vector<ListenAddress> listen;
-  std::vector<ServerName> server_names;   // empty: matches only via default_server
-  std::vector<Location> locations;        // in file order; matching is done by the http layer
-  Location fallback;                      // server-level settings: used when no location matches
+  std::vector<ServerName> server_names;  // empty: matches only via default_server
+  std::vector<Location> locations;       // in file order; matching is done by the http layer
+  Location fallback;                     // server-level settings: used when no location matches
   Millis client_header_timeout{60'000};
   uint64_t client_header_buffer_size = 1024;
   uint32_t large_client_header_buffers_num = 4;
@@ -118,15 +118,15 @@ struct HttpConfig {
 };
 
 struct Config {
-  std::string file;     // absolute path of the main file
-  std::string prefix;   // absolute; relative paths in the file resolve against it
-  int worker_processes = 1;             // `auto` resolved to the number of online CPUs
-  std::string pid_path;                 // absolute; default <prefix>/var/accelgate.pid
-  std::string error_log_path;           // absolute; default <prefix>/var/error.log; "stderr" allowed
+  std::string file;            // absolute path of the main file
+  std::string prefix;          // absolute; relative paths in the file resolve against it
+  int worker_processes = 1;    // `auto` resolved to the number of online CPUs
+  std::string pid_path;        // absolute; default <prefix>/var/accelgate.pid
+  std::string error_log_path;  // absolute; default <prefix>/var/error.log; "stderr" allowed
   LogLevel error_log_level = LogLevel::kError;
   uint32_t worker_connections = 512;
-  bool multi_accept = false;            // events { multi_accept on; }
-  uint32_t worker_rlimit_nofile = 0;    // 0 = not set: leave RLIMIT_NOFILE as it is
+  bool multi_accept = false;          // events { multi_accept on; }
+  uint32_t worker_rlimit_nofile = 0;  // 0 = not set: leave RLIMIT_NOFILE as it is
   HttpConfig http;
   // warnings are "file:line: message" lines nginx would log at warn level while loading
   // (a conflicting server_name, a duplicate MIME extension); the caller logs them.

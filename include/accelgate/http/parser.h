@@ -27,22 +27,22 @@ struct HeaderField {
 struct RequestHead {
   Method method = Method::kOther;
   std::string_view method_name;
-  std::string_view target;      // request-target as sent ("/a%20b?x=1", "http://h/p", "*")
-  std::string_view path;        // target's path part, still percent-encoded; "/" for an absolute
-                                // target without one, "*" for asterisk-form, empty for CONNECT
-  std::string_view query;       // after '?', without it; empty if none
+  std::string_view target;  // request-target as sent ("/a%20b?x=1", "http://h/p", "*")
+  std::string_view path;    // target's path part, still percent-encoded; "/" for an absolute
+                            // target without one, "*" for asterisk-form, empty for CONNECT
+  std::string_view query;   // after '?', without it; empty if none
   int version_major = 1;
   int version_minor = 1;
   std::vector<HeaderField> headers;
 
   // Derived from the headers while parsing:
-  std::string_view host;        // Host header value, or the authority of an absolute target
+  std::string_view host;  // Host header value, or the authority of an absolute target
   bool has_content_length = false;
   uint64_t content_length = 0;
-  bool chunked = false;         // Transfer-Encoding: chunked (the only coding accepted)
-  bool keep_alive = true;       // HTTP/1.1 default, or 1.0 with "Connection: keep-alive"
-  bool expect_continue = false; // Expect: 100-continue
-  size_t head_length = 0;       // bytes of the head, including the final CRLF CRLF
+  bool chunked = false;          // Transfer-Encoding: chunked (the only coding accepted)
+  bool keep_alive = true;        // HTTP/1.1 default, or 1.0 with "Connection: keep-alive"
+  bool expect_continue = false;  // Expect: 100-continue
+  size_t head_length = 0;        // bytes of the head, including the final CRLF CRLF
 };
 
 // Limits mirror nginx: the request line must fit in one large header buffer (else 414), every
@@ -58,8 +58,8 @@ enum class ParseStatus { kComplete, kIncomplete, kError };
 
 struct ParseResult {
   ParseStatus status = ParseStatus::kIncomplete;
-  int error_code = 0;          // with kError: 400, 414, 431, 501 or 505
-  const char* reason = "";     // with kError: a short static text for the error log
+  int error_code = 0;       // with kError: 400, 414, 431, 501 or 505
+  const char* reason = "";  // with kError: a short static text for the error log
 };
 
 // parse_request_head parses [data, data+len). kComplete fills |head| (head->head_length says where
@@ -91,13 +91,26 @@ class ChunkedDecoder {
   // body ends (kDone), an error (kError, sticky) or the input ends.
   Status step(const char* data, size_t len, size_t* pos, const char** out, size_t* out_len);
 
-  enum class State { kSize, kSizeWs, kExt, kSizeLf, kData, kDataCr, kDataLf, kTrailer,
-                     kTrailerLf, kTrailerLine, kTrailerLineLf, kDone, kError };
+  enum class State {
+    kSize,
+    kSizeWs,
+    kExt,
+    kSizeLf,
+    kData,
+    kDataCr,
+    kDataLf,
+    kTrailer,
+    kTrailerLf,
+    kTrailerLine,
+    kTrailerLineLf,
+    kDone,
+    kError
+  };
   State state_ = State::kSize;
   uint64_t chunk_remaining_ = 0;
   uint64_t body_bytes_ = 0;
   int size_digits_ = 0;
-  size_t ext_bytes_ = 0;      // of the current chunk's extensions (bounded)
+  size_t ext_bytes_ = 0;  // of the current chunk's extensions (bounded)
   size_t trailer_bytes_ = 0;
   const char* error_ = "";
 };
