@@ -15,7 +15,7 @@
 namespace accelgate::http {
 namespace {
 
-constexpr size_t kReadChunk = 16 * 1024;
+constexpr size_t kReadChunk = size_t{16} * 1024;
 // nginx's lingering_timeout and lingering_time: after an error response, unread input is drained
 // for a while so the kernel does not reset the connection before the client reads the response.
 constexpr config::Millis kLingeringTimeout{5000};
@@ -287,7 +287,7 @@ bool HttpConnection::read_body() {
           break;
         }
       } else {
-        size_t take = static_cast<size_t>(std::min<uint64_t>(avail, body_remaining_));
+        auto take = static_cast<size_t>(std::min<uint64_t>(avail, body_remaining_));
         in_pos_ += take;
         body_remaining_ -= take;
         body_received_ += take;
@@ -327,6 +327,9 @@ bool HttpConnection::read_body() {
 
 void HttpConnection::begin_response(int status, bool has_length, uint64_t length) {
   status_ = status;
+  // Counted before a byte leaves, so a client that reads this response and then scrapes
+  // /metrics (perhaps on another worker) always sees it counted.
+  stats().count_status(status);
   if (status >= 400 && status != 404 && status != 416 && status != 405 && status != 403) {
     keep_alive_ = false;
   }
@@ -362,7 +365,8 @@ void HttpConnection::finish_head() {
   head_size_ = out_.size();
 }
 
-void HttpConnection::respond_text(int status, const std::string& content_type, std::string body) {
+void HttpConnection::respond_text(int status, const std::string& content_type,
+                                  const std::string& body) {
   begin_response(status, true, body.size());
   out_.append("Content-Type: ").append(content_type).append("\r\n");
   finish_head();
@@ -385,6 +389,7 @@ void HttpConnection::respond_return(const config::Location& location,
                                     const config::ReturnAction& action) {
   if (action.code == 444) {  // nginx: close without a response
     status_ = 444;
+    stats().count_status(444);
     log_access();
     close();
     return;
@@ -657,7 +662,6 @@ std::string HttpConnection::expand_variables(const std::string& text) const {
 }
 
 void HttpConnection::log_access() {
-  stats().count_status(status_);
   const config::Location* loc = location_ ? location_ : &hosts_->default_server->fallback;
   const config::AccessLog& log = loc->settings.access_log;
   if (!log.enabled) return;
