@@ -68,7 +68,7 @@ void parse_listen_address(const Directive& d, ListenAddress& l) {
   } else {
     host = text.substr(0, colon);
     if (host.find(':') != std::string::npos) {
-      fail(d.where, "an IPv6 address in \"listen\" must be in brackets: \"[" + host + "]:port\"");
+      fail(d.where, R"(an IPv6 address in "listen" must be in brackets: "[)" + host + R"(]:port")");
     }
     l.port = listen_port(d, text.substr(colon + 1));
   }
@@ -80,7 +80,7 @@ void parse_listen_address(const Directive& d, ListenAddress& l) {
   in_addr addr{};
   if (::inet_pton(AF_INET, host.c_str(), &addr) != 1) {
     fail(d.where, "invalid host " + quote(host) +
-                      " in \"listen\": use a numeric IPv4 address, [IPv6], \"*\" or localhost");
+                      R"( in "listen": use a numeric IPv4 address, [IPv6], "*" or localhost)");
   }
   char buf[INET_ADDRSTRLEN];
   l.host = ::inet_ntop(AF_INET, &addr, buf, sizeof buf);

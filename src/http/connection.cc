@@ -13,7 +13,7 @@
 namespace accelgate::http {
 namespace {
 
-constexpr size_t kFileBufferSize = 64 * 1024;
+constexpr size_t kFileBufferSize = size_t{64} * 1024;
 
 std::string format_peer(const sockaddr_storage& peer) {
   char host[INET6_ADDRSTRLEN] = "?";

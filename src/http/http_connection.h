@@ -50,7 +50,7 @@ class HttpConnection final : public event::IoHandler {
   void handle_request();
   void respond_return(const config::Location& location, const config::ReturnAction& action);
   void respond_static(const config::Location& location);
-  void respond_text(int status, const std::string& content_type, std::string body);
+  void respond_text(int status, const std::string& content_type, const std::string& body);
   void respond_error(int status);
   void begin_response(int status, bool has_body_length, uint64_t length);
   void finish_head();

@@ -127,8 +127,7 @@ time_t parse_http_date(std::string_view s) {
                          &year, &hh, &mm, &ss) == 7) {
     year += year < 70 ? 2000 : 1900;
   } else if (std::sscanf(str.c_str(), "%3s %3s %2d %2d:%2d:%2d %4d", wday, mon, &day, &hh, &mm, &ss,
-                         &year) == 7) {
-  } else {
+                         &year) != 7) {
     return -1;
   }
   int m = month_index(std::string_view(mon, std::strlen(mon)));

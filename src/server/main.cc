@@ -1,10 +1,10 @@
 // accelgate: the server binary. Parses the command line (nginx's flags where they mean the same)
 // and hands over to run_server(). The only file not linked into tests.
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>

@@ -1,10 +1,10 @@
 #include "accelgate/server/server.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <map>
 
@@ -23,7 +23,7 @@ class ServerState {
  public:
   explicit ServerState(config::LoadOptions options) : options_(std::move(options)) {}
 
-  Status start(std::shared_ptr<const config::Config> config);
+  Status start(const std::shared_ptr<const config::Config>& config);
   void reload();
   void graceful_stop();
   void fast_stop();
@@ -93,7 +93,7 @@ Result<std::vector<std::vector<ListenerBinding>>> ServerState::bindings_for(
   return per_worker;
 }
 
-Status ServerState::start(std::shared_ptr<const config::Config> config) {
+Status ServerState::start(const std::shared_ptr<const config::Config>& config) {
   config_ = config;
   auto bindings = bindings_for(config);
   if (!bindings) return bindings.error();
@@ -202,7 +202,7 @@ int run_server(const config::LoadOptions& options) {
   bool stopping = false;
   for (;;) {
     if (stopping && state.all_finished()) break;
-    timespec wait{0, 100 * 1000 * 1000};
+    timespec wait{0, 100L * 1000 * 1000};
     int sig = ::sigtimedwait(&set, nullptr, &wait);
     if (sig < 0) continue;  // timeout or EINTR: check the workers again
     switch (sig) {
