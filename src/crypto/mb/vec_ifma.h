@@ -1,0 +1,60 @@
+#pragma once
+
+// VecIfma: the 8-lane vector type on AVX-512 IFMA (DESIGN.md, "The multi-buffer kernels"); one
+// __m512i, masks in opmask registers. Include only from kernels_ifma.cc, after its
+// `#pragma GCC target`, so that every function here carries the AVX-512 target attribute and
+// nothing else in the binary does.
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace {
+
+struct VecIfma {
+  __m512i v;
+
+  using Mask = __mmask8;
+
+  static VecIfma zero() { return {_mm512_setzero_si512()}; }
+  static VecIfma set1(uint64_t x) { return {_mm512_set1_epi64(static_cast<long long>(x))}; }
+  static VecIfma load(const uint64_t* p) { return {_mm512_loadu_si512(p)}; }
+  static void store(uint64_t* p, VecIfma a) { _mm512_storeu_si512(p, a.v); }
+
+  static VecIfma add(VecIfma a, VecIfma b) { return {_mm512_add_epi64(a.v, b.v)}; }
+  static VecIfma sub(VecIfma a, VecIfma b) { return {_mm512_sub_epi64(a.v, b.v)}; }
+  static VecIfma and_(VecIfma a, VecIfma b) { return {_mm512_and_si512(a.v, b.v)}; }
+  static VecIfma or_(VecIfma a, VecIfma b) { return {_mm512_or_si512(a.v, b.v)}; }
+  static VecIfma xor_(VecIfma a, VecIfma b) { return {_mm512_xor_si512(a.v, b.v)}; }
+
+  static VecIfma shr52(VecIfma a) { return {_mm512_srli_epi64(a.v, 52)}; }
+  static VecIfma lo52(VecIfma a) {
+    return {_mm512_and_si512(a.v, _mm512_set1_epi64((1LL << 52) - 1))};
+  }
+  static VecIfma sar52(VecIfma a) { return {_mm512_srai_epi64(a.v, 52)}; }
+  static VecIfma shr63(VecIfma a) { return {_mm512_srli_epi64(a.v, 63)}; }
+  static VecIfma shl1(VecIfma a) { return {_mm512_slli_epi64(a.v, 1)}; }
+  static VecIfma srl(VecIfma a, int n) { return {_mm512_srl_epi64(a.v, _mm_cvtsi32_si128(n))}; }
+  static VecIfma sll(VecIfma a, int n) { return {_mm512_sll_epi64(a.v, _mm_cvtsi32_si128(n))}; }
+
+  static VecIfma madd52lo(VecIfma acc, VecIfma a, VecIfma b) {
+    return {_mm512_madd52lo_epu64(acc.v, a.v, b.v)};
+  }
+  static VecIfma madd52hi(VecIfma acc, VecIfma a, VecIfma b) {
+    return {_mm512_madd52hi_epu64(acc.v, a.v, b.v)};
+  }
+
+  static Mask eq(VecIfma a, VecIfma b) { return _mm512_cmpeq_epi64_mask(a.v, b.v); }
+  static Mask msb(VecIfma a) {
+    return _mm512_test_epi64_mask(a.v, _mm512_set1_epi64(static_cast<long long>(1ULL << 63)));
+  }
+  static VecIfma blend(Mask m, VecIfma a, VecIfma b) {
+    return {_mm512_mask_blend_epi64(m, a.v, b.v)};
+  }
+  static Mask mask_not(Mask m) { return static_cast<Mask>(~m); }
+  static Mask mask_and(Mask a, Mask b) { return static_cast<Mask>(a & b); }
+  static Mask lane_mask(uint8_t bits) { return bits; }
+  static uint8_t mask_bits(Mask m) { return m; }
+};
+
+}  // namespace

@@ -1,0 +1,147 @@
+#pragma once
+
+// VecPortable: the 8-lane vector type in plain C++ (DESIGN.md, "The multi-buffer kernels"). It
+// mirrors VecIfma operation for operation; no operation branches or indexes on lane values, so
+// valgrind's verdict on the kernels over this type holds for their control flow on IFMA too.
+// Include only from kernels_portable.cc (its definitions are internal to that file).
+
+#include <cstdint>
+
+namespace {
+
+struct VecPortable {
+  uint64_t v[8];
+
+  // Mask is a lane mask: every lane all ones or all zeros.
+  struct Mask {
+    uint64_t v[8];
+  };
+
+  static VecPortable zero() { return set1(0); }
+  static VecPortable set1(uint64_t x) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = x;
+    return r;
+  }
+  static VecPortable load(const uint64_t* p) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = p[l];
+    return r;
+  }
+  static void store(uint64_t* p, VecPortable a) {
+    for (int l = 0; l < 8; ++l) p[l] = a.v[l];
+  }
+#define AG_MB_LANEWISE(name, expr)                        \
+  static VecPortable name(VecPortable a, VecPortable b) { \
+    VecPortable r;                                        \
+    for (int l = 0; l < 8; ++l) r.v[l] = (expr);          \
+    return r;                                             \
+  }
+  AG_MB_LANEWISE(add, a.v[l] + b.v[l])
+  AG_MB_LANEWISE(sub, a.v[l] - b.v[l])
+  AG_MB_LANEWISE(and_, a.v[l] & b.v[l])
+  AG_MB_LANEWISE(or_, a.v[l] | b.v[l])
+  AG_MB_LANEWISE(xor_, a.v[l] ^ b.v[l])
+#undef AG_MB_LANEWISE
+
+  // shr52, lo52, sar52, shr63: the fixed shifts and the limb mask of the carry chains.
+  static VecPortable shr52(VecPortable a) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] >> 52;
+    return r;
+  }
+  static VecPortable lo52(VecPortable a) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] & ((uint64_t{1} << 52) - 1);
+    return r;
+  }
+  static VecPortable sar52(VecPortable a) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = static_cast<uint64_t>(static_cast<int64_t>(a.v[l]) >> 52);
+    return r;
+  }
+  static VecPortable shr63(VecPortable a) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] >> 63;
+    return r;
+  }
+  static VecPortable shl1(VecPortable a) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] << 1;
+    return r;
+  }
+  // srl and sll shift every lane by the same public count (0..63).
+  static VecPortable srl(VecPortable a, int n) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] >> n;
+    return r;
+  }
+  static VecPortable sll(VecPortable a, int n) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = a.v[l] << n;
+    return r;
+  }
+
+  // madd52lo and madd52hi are vpmadd52luq and vpmadd52huq: acc + low (high) 52 bits of the
+  // 104-bit product of the low 52 bits of a and b.
+  static VecPortable madd52lo(VecPortable acc, VecPortable a, VecPortable b) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) {
+      const unsigned __int128 p = static_cast<unsigned __int128>(a.v[l] & kMask) * (b.v[l] & kMask);
+      r.v[l] = acc.v[l] + (static_cast<uint64_t>(p) & kMask);
+    }
+    return r;
+  }
+  static VecPortable madd52hi(VecPortable acc, VecPortable a, VecPortable b) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) {
+      const unsigned __int128 p = static_cast<unsigned __int128>(a.v[l] & kMask) * (b.v[l] & kMask);
+      r.v[l] = acc.v[l] + static_cast<uint64_t>(p >> 52);
+    }
+    return r;
+  }
+
+  // eq is the lanes where a == b; msb the lanes whose top bit is set.
+  static Mask eq(VecPortable a, VecPortable b) {
+    Mask m;
+    for (int l = 0; l < 8; ++l) {
+      const uint64_t x = a.v[l] ^ b.v[l];
+      // (x | -x) has its top bit set iff x != 0.
+      m.v[l] = ((x | (0 - x)) >> 63) - 1;
+    }
+    return m;
+  }
+  static Mask msb(VecPortable a) {
+    Mask m;
+    for (int l = 0; l < 8; ++l) m.v[l] = 0 - (a.v[l] >> 63);
+    return m;
+  }
+  // blend is b in the lanes of m, a elsewhere.
+  static VecPortable blend(Mask m, VecPortable a, VecPortable b) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) r.v[l] = (a.v[l] & ~m.v[l]) | (b.v[l] & m.v[l]);
+    return r;
+  }
+  static Mask mask_not(Mask m) {
+    for (int l = 0; l < 8; ++l) m.v[l] = ~m.v[l];
+    return m;
+  }
+  static Mask mask_and(Mask a, Mask b) {
+    for (int l = 0; l < 8; ++l) a.v[l] &= b.v[l];
+    return a;
+  }
+  static Mask lane_mask(uint8_t bits) {
+    Mask m;
+    for (int l = 0; l < 8; ++l) m.v[l] = 0 - static_cast<uint64_t>((bits >> l) & 1);
+    return m;
+  }
+  static uint8_t mask_bits(Mask m) {
+    uint8_t r = 0;
+    for (int l = 0; l < 8; ++l) r = static_cast<uint8_t>(r | ((m.v[l] & 1) << l));
+    return r;
+  }
+
+  static constexpr uint64_t kMask = (uint64_t{1} << 52) - 1;
+};
+
+}  // namespace
