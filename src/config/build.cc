@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "builder.h"
@@ -12,6 +13,7 @@ std::span<const DirectiveSpec> (*const kTables[])() = {
     main_directives,
     http_directives,
     server_directives,
+    tls_directives,
 };
 
 const DirectiveSpec* find_directive(const std::string& name) {
@@ -83,6 +85,25 @@ bool flag_arg(const Directive& d, size_t i) {
   return *value;
 }
 
+namespace {
+std::string checked_path_arg(const Directive& d, size_t i) {
+  const std::string& path = d.args[i];
+  if (path.empty()) invalid_value(d, path, "expecting a path");
+  if (path.find('$') != std::string::npos) {
+    fail(d.where, "variables in " + quote(d.name) + " are not supported");
+  }
+  return path;
+}
+}  // namespace
+
+std::string path_arg(Builder& b, const Directive& d, size_t i) {
+  return b.resolve_path(checked_path_arg(d, i));
+}
+
+std::string conf_path_arg(Builder& b, const Directive& d, size_t i) {
+  return b.resolve_conf_path(checked_path_arg(d, i));
+}
+
 void merge_settings(SettingsDraft& inner, const SettingsDraft& outer) {
   inherit(inner.root, outer.root);
   inherit(inner.index, outer.index);
@@ -97,8 +118,10 @@ void merge_settings(SettingsDraft& inner, const SettingsDraft& outer) {
   inherit(inner.client_max_body_size, outer.client_max_body_size);
 }
 
-Builder::Builder(std::string prefix)
-    : prefix_(std::move(prefix)), config_(std::make_shared<Config>()) {
+Builder::Builder(std::string prefix, std::string conf_dir)
+    : prefix_(std::move(prefix)),
+      conf_dir_(std::move(conf_dir)),
+      config_(std::make_shared<Config>()) {
   config_->prefix = prefix_;
   // nginx's built-in types, used where no `types` block (or included mime.types) applies.
   default_types_ = std::make_shared<const MimeTypes>(
@@ -114,6 +137,17 @@ SettingsDraft& Builder::settings() {
 ServerLimitsDraft& Builder::limits() {
   if (server_ != nullptr) return server_->limits;
   return http_.limits;
+}
+
+TlsDraft& Builder::tls() {
+  if (server_ != nullptr) return server_->tls;
+  return http_.tls;
+}
+
+std::string Builder::resolve_conf_path(const std::string& path) const {
+  std::filesystem::path p(path);
+  if (p.is_relative()) p = std::filesystem::path(conf_dir_) / p;
+  return p.lexically_normal().string();
 }
 
 std::string Builder::resolve_path(const std::string& path) const {
@@ -214,6 +248,7 @@ std::shared_ptr<Config> Builder::finish() {
       ld.location.settings = finish_settings(ld.settings);
       s.locations.push_back(std::move(ld.location));
     }
+    s.tls = finish_tls(sd.tls, http_.tls, s.where);
     if (sd.limits.client_header_timeout) s.client_header_timeout = *sd.limits.client_header_timeout;
     if (sd.limits.client_header_buffer_size) {
       s.client_header_buffer_size = *sd.limits.client_header_buffer_size;
@@ -224,14 +259,16 @@ std::shared_ptr<Config> Builder::finish() {
     }
     c.http.servers.push_back(std::move(s));
   }
+  check_session_caches();
   http_.servers.clear();
   check_listens();
   return config_;
 }
 
 void Builder::check_listens() {
-  std::set<std::string> defaults;  // address:port with a default server
-  std::set<std::string> names;     // "address:port name"
+  std::set<std::string> defaults;          // address:port with a default server
+  std::set<std::string> names;             // "address:port name"
+  std::map<std::string, bool> ssl_by_key;  // address:port -> its first listen says ssl
   for (const Server& s : config_->http.servers) {
     std::set<std::string> own;
     for (const ListenAddress& l : s.listen) {
@@ -239,6 +276,17 @@ void Builder::check_listens() {
       if (!own.insert(key).second) fail(l.where, "a duplicate listen " + key);
       if (l.default_server && !defaults.insert(key).second) {
         fail(l.where, "a duplicate default server for " + key);
+      }
+      // One socket serves every server on an address:port, so it is TLS for all or for none.
+      auto [it, first] = ssl_by_key.emplace(key, l.ssl);
+      if (!first && it->second != l.ssl) {
+        std::string message = "ssl and non-ssl listen on the same address ";
+        message += key;
+        message += R"(: one socket cannot be both (say "ssl" on every listen of it, or on none))";
+        fail(l.where, message);
+      }
+      if (l.ssl && s.tls.certificates.empty()) {
+        fail(l.where, R"(no "ssl_certificate" is defined for the "listen ... ssl" directive)");
       }
       for (const ServerName& n : s.server_names) {
         std::string text = server_name_text(n);

@@ -10,17 +10,6 @@
 namespace accelgate::config {
 namespace {
 
-// path_arg is argument |i| as an absolute path. Variables, which nginx expands per request, are
-// not supported in paths.
-std::string path_arg(Builder& b, const Directive& d, size_t i) {
-  const std::string& path = d.args[i];
-  if (path.empty()) invalid_value(d, path, "expecting a path");
-  if (path.find('$') != std::string::npos) {
-    fail(d.where, "variables in " + quote(d.name) + " are not supported");
-  }
-  return b.resolve_path(path);
-}
-
 void root(Builder& b, const Directive& d) { b.settings().root = path_arg(b, d, 0); }
 
 void index(Builder& b, const Directive& d) {

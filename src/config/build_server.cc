@@ -101,7 +101,9 @@ void listen(Builder& b, const Directive& d) {
       auto n = parse_number(std::string_view(arg).substr(8));
       if (!n || *n < 1 || *n > INT32_MAX) invalid_value(d, arg, "expecting backlog=NUMBER");
       l.backlog = static_cast<int>(*n);
-    } else if (arg == "ssl" || arg == "http2" || arg == "quic" || arg == "proxy_protocol") {
+    } else if (arg == "ssl") {
+      l.ssl = true;
+    } else if (arg == "http2" || arg == "quic" || arg == "proxy_protocol") {
       fail(d.where, "the " + quote(arg) + " parameter of \"listen\" is not supported yet");
     } else {
       std::string name = arg.substr(0, arg.find('='));

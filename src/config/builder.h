@@ -56,6 +56,36 @@ struct ServerLimitsDraft {
   std::optional<std::pair<uint32_t, uint64_t>> large_client_header_buffers;
 };
 
+// TlsDraft is TlsSettings as written in one http or server block. Lists are optional as a whole:
+// a block that gives any entry of a list replaces the outer block's list, as in nginx.
+struct TlsDraft {
+  struct SessionCache {
+    TlsSettings::SessionCache kind = TlsSettings::SessionCache::kNone;
+    std::string name;
+    uint64_t size = 0;
+    bool builtin = false;  // `builtin[:N]`, not `shared:NAME:SIZE`
+    SourceLocation where;
+  };
+  struct Path {
+    std::string path;  // absolute
+    SourceLocation where;
+  };
+  std::optional<SourceLocation> where;  // the first ssl_* directive in this block
+  std::optional<std::vector<Path>> certificates;
+  std::optional<std::vector<Path>> keys;
+  std::optional<uint32_t> protocols;
+  std::optional<std::string> ciphers;
+  std::optional<std::vector<std::pair<std::string, std::string>>> conf_commands;
+  std::optional<std::string> ecdh_curve;
+  std::optional<bool> prefer_server_ciphers;
+  std::optional<SessionCache> session_cache;
+  std::optional<Millis> session_timeout;
+  std::optional<bool> session_tickets;
+  std::optional<std::vector<std::string>> session_ticket_keys;
+  std::vector<SourceLocation> session_ticket_key_where;  // parallel to session_ticket_keys
+  std::optional<Millis> handshake_timeout;
+};
+
 struct LocationDraft {
   Location location;  // match, path, return, metrics, stub_status, where; settings come later
   SettingsDraft settings;
@@ -65,6 +95,7 @@ struct ServerDraft {
   Server server;  // listen, server_names, where; the rest comes from the drafts below
   SettingsDraft settings;
   ServerLimitsDraft limits;
+  TlsDraft tls;
   std::optional<ReturnAction> return_action;
   std::vector<LocationDraft> locations;
   std::set<std::pair<bool, std::string>> location_keys;  // (exact, path): catches duplicates
@@ -74,6 +105,7 @@ struct HttpDraft {
   bool present = false;
   SettingsDraft settings;
   ServerLimitsDraft limits;
+  TlsDraft tls;
   std::vector<ServerDraft> servers;
 };
 
@@ -96,11 +128,13 @@ struct DirectiveSpec {
 std::span<const DirectiveSpec> main_directives();  // build_main.cc: main and events
 std::span<const DirectiveSpec> http_directives();  // build_http.cc: http, server, location settings
 std::span<const DirectiveSpec> server_directives();  // build_server.cc: server, listen, location
+std::span<const DirectiveSpec> tls_directives();     // build_tls.cc: ssl_*
 
 class Builder {
  public:
-  // |prefix| is absolute; relative paths in the file resolve against it.
-  explicit Builder(std::string prefix);
+  // |prefix| is absolute; relative paths in the file resolve against it, except TLS files,
+  // which resolve against |conf_dir| (the main file's directory), as nginx's conf prefix.
+  Builder(std::string prefix, std::string conf_dir);
 
   // build reads the main file's directives; finish merges and validates and returns the tree.
   void build(const std::vector<Directive>& top);
@@ -116,6 +150,8 @@ class Builder {
   SettingsDraft& settings();
   // limits is the draft of the innermost http or server block.
   ServerLimitsDraft& limits();
+  // tls is the TLS draft of the innermost http or server block.
+  TlsDraft& tls();
   ServerDraft& server() { return *server_; }
   LocationDraft* location() { return location_; }
   void set_server(ServerDraft* server) { server_ = server; }
@@ -123,14 +159,18 @@ class Builder {
 
   // resolve_path makes |path| absolute against the prefix and normalises it.
   std::string resolve_path(const std::string& path) const;
+  // resolve_conf_path makes |path| absolute against the configuration directory.
+  std::string resolve_conf_path(const std::string& path) const;
   void warn(const SourceLocation& where, const std::string& message);
 
  private:
   void dispatch(const Directive& d, std::vector<const char*>& seen);
   LocationSettings finish_settings(const SettingsDraft& draft) const;
   void check_listens();
+  void check_session_caches();
 
   std::string prefix_;
+  std::string conf_dir_;
   std::shared_ptr<Config> config_;
   HttpDraft http_;
   Context context_ = kMain;
@@ -146,9 +186,20 @@ uint64_t number_arg(const Directive& d, size_t i, uint64_t min, uint64_t max);
 uint64_t size_arg(const Directive& d, size_t i);
 Millis time_arg(const Directive& d, size_t i);
 bool flag_arg(const Directive& d, size_t i);
+// path_arg is argument |i| made absolute against the prefix; empty paths and variables (which
+// nginx expands per request) are refused.
+std::string path_arg(Builder& b, const Directive& d, size_t i);
+// conf_path_arg is path_arg against the configuration directory (certificates, keys).
+std::string conf_path_arg(Builder& b, const Directive& d, size_t i);
 std::string quote(const std::string& s);
 
 // merge_settings fills every field |inner| leaves unset from |outer|.
 void merge_settings(SettingsDraft& inner, const SettingsDraft& outer);
+
+// finish_tls merges |outer| (the http block's draft) into |inner| (a server's) and returns the
+// settings; a certificate without its key (or a key without a certificate) is an error at that
+// directive's line. |server_where| stands in for TlsSettings::where when no ssl_* directive
+// applies.
+TlsSettings finish_tls(TlsDraft& inner, const TlsDraft& outer, const SourceLocation& server_where);
 
 }  // namespace accelgate::config

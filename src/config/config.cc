@@ -40,7 +40,7 @@ std::shared_ptr<const Config> build(const std::string& text, const std::string& 
                                     const std::string& prefix) {
   Parser parser(base_dir);
   std::vector<Directive> top = parser.parse(text, display_name, file);
-  Builder builder(prefix);
+  Builder builder(prefix, base_dir);
   builder.build(top);
   std::shared_ptr<Config> config = builder.finish();
   config->file = file;

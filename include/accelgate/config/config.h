@@ -38,6 +38,8 @@ struct ListenAddress {
   bool default_server = false;
   bool reuseport = false;  // accepted; every worker always binds with SO_REUSEPORT
   int backlog = 511;       // nginx's default on Linux
+  bool ssl = false;        // `listen ... ssl`: TLS on this address (every server on it needs
+                           // a certificate, checked at load time)
   SourceLocation where;
 };
 
@@ -100,6 +102,38 @@ struct ServerName {
   bool dot_form = false;  // `.example.com`: matches the bare name too
 };
 
+// TLS protocol versions for ssl_protocols (bit set).
+enum TlsProtocol : uint32_t { kTlsV12 = 1u << 0, kTlsV13 = 1u << 1 };
+
+// CertificateKey is one `ssl_certificate FILE;` with its `ssl_certificate_key FILE;` (the n-th
+// certificate pairs with the n-th key in the same block). Paths are absolute after load.
+struct CertificateKey {
+  std::string certificate;
+  std::string key;
+  SourceLocation where;  // the ssl_certificate directive
+};
+
+// TlsSettings are the ssl_* directives, merged http -> server as nginx does (they are not
+// allowed in location). Defaults are nginx's.
+struct TlsSettings {
+  std::vector<CertificateKey> certificates;  // an RSA and an ECDSA one may both be given
+  uint32_t protocols = kTlsV12 | kTlsV13;    // TLSv1/TLSv1.1 refused at load time
+  std::string ciphers = "HIGH:!aNULL:!MD5";  // TLS 1.2 cipher list (OpenSSL syntax)
+  std::vector<std::pair<std::string, std::string>> conf_commands;  // ssl_conf_command NAME VALUE
+  std::string ecdh_curve = "auto";  // "auto" or "X25519:prime256v1:..."
+  bool prefer_server_ciphers = false;
+  enum class SessionCache { kNone, kOff, kShared };
+  SessionCache session_cache = SessionCache::kNone;  // nginx's default: none
+  std::string session_cache_name;                    // shared:NAME:SIZE
+  uint64_t session_cache_size = 0;                   // bytes
+  Millis session_timeout{300'000};                   // 5m
+  bool session_tickets = true;
+  std::vector<std::string> session_ticket_keys;          // absolute paths; the first encrypts
+  std::vector<SourceLocation> session_ticket_key_where;  // each key's directive
+  Millis handshake_timeout{60'000};                      // ssl_handshake_timeout
+  SourceLocation where;                                  // first ssl_* directive, for messages
+};
+
 struct Server {
   std::vector<ListenAddress> listen;
   std::vector<ServerName> server_names;  // empty: matches only via default_server
@@ -109,6 +143,7 @@ struct Server {
   uint64_t client_header_buffer_size = 1024;
   uint32_t large_client_header_buffers_num = 4;
   uint64_t large_client_header_buffers_size = 8192;
+  TlsSettings tls;
   SourceLocation where;
 };
 
