@@ -133,6 +133,7 @@ bool EventLoop::run_deferred() {
 }
 
 void EventLoop::run() {
+  stopping_ = false;
   epoll_event events[kMaxEvents];
   while (!stopping_) {
     run_deferred();

@@ -1,4 +1,4 @@
-#include "accelgate/http/transport.h"
+#include "accelgate/event/transport.h"
 
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-namespace accelgate::http {
+namespace accelgate::event {
 namespace {
 
 IoResult from_syscall(ssize_t n) {
@@ -52,4 +52,4 @@ IoResult PlainTransport::sendfile(int file_fd, off_t* offset, size_t len) {
 
 void PlainTransport::shutdown_write() { ::shutdown(fd_, SHUT_WR); }
 
-}  // namespace accelgate::http
+}  // namespace accelgate::event

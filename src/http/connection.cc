@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "accelgate/common/log.h"
+#include "accelgate/tls/tls_transport.h"
 #include "access_log.h"
 #include "http_connection.h"
 #include "http_stats.h"
@@ -44,6 +45,11 @@ WorkerContext::WorkerContext(event::EventLoop* loop, int index)
 
 WorkerContext::~WorkerContext() {
   close_all();
+  // A connection whose TLS job is still paused cannot be freed safely (its engine may still
+  // complete it); at exit it is left to the process's end rather than freed under the job.
+  for (auto& c : connections_) {
+    if (paused_.count(c.get())) (void)c.release();
+  }
   access_log_->flush_all();
 }
 
@@ -54,9 +60,22 @@ void WorkerContext::accept_connection(int fd, const sockaddr_storage& peer,
   stats().active.add(1);
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  auto transport = std::make_unique<PlainTransport>(fd);
-  auto conn = std::make_unique<HttpConnection>(this, std::move(transport), format_peer(peer),
-                                               std::move(hosts));
+  std::unique_ptr<event::Transport> transport;
+  bool tls = hosts->ssl;
+  std::string peer_name = format_peer(peer);
+  if (tls) {
+    const VirtualHosts* vhosts = hosts.get();  // outlives the transport: the connection holds it
+    transport = std::make_unique<tls::TlsTransport>(
+        fd, hosts->tls->for_server(hosts->default_server), loop_,
+        [vhosts](std::string_view name) {
+          return vhosts->tls->for_server(vhosts->find_server(name));
+        },
+        peer_name);
+  } else {
+    transport = std::make_unique<event::PlainTransport>(fd);
+  }
+  auto conn = std::make_unique<HttpConnection>(this, std::move(transport), std::move(peer_name),
+                                               std::move(hosts), tls);
   HttpConnection* raw = conn.get();
   connections_.push_front(std::move(conn));
   raw->self = connections_.begin();
@@ -68,7 +87,10 @@ void WorkerContext::accept_connection(int fd, const sockaddr_storage& peer,
   raw->start();
 }
 
+void WorkerContext::hold_paused(HttpConnection* connection) { paused_.insert(connection); }
+
 void WorkerContext::release(HttpConnection* connection) {
+  paused_.erase(connection);
   stats().active.add(-1);
   // Deferred: the connection may be in the middle of its own call stack, and other events for it
   // may still be queued in this epoll batch (it ignores them once closed).

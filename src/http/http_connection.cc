@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "accelgate/common/log.h"
+#include "accelgate/tls/tls_transport.h"
 #include "access_log.h"
 #include "http_stats.h"
 #include "response.h"
@@ -23,25 +24,37 @@ constexpr config::Millis kLingeringTime{30000};
 
 }  // namespace
 
-HttpConnection::HttpConnection(WorkerContext* ctx, std::unique_ptr<Transport> transport,
-                               std::string peer, std::shared_ptr<const VirtualHosts> hosts)
+HttpConnection::HttpConnection(WorkerContext* ctx, std::unique_ptr<event::Transport> transport,
+                               std::string peer, std::shared_ptr<const VirtualHosts> hosts,
+                               bool tls)
     : ctx_(ctx),
       transport_(std::move(transport)),
       peer_(std::move(peer)),
       hosts_(std::move(hosts)),
-      timer_(ctx->loop(), [this] {
-        if (state_ == State::kLingering) {
-          close();
-          return;
-        }
-        if (state_ == State::kReadingHead && in_len_ == in_pos_ && requests_ > 0) {
-          AG_LOG_INFO("client %s closed keep-alive connection (timeout)", peer_.c_str());
-        } else {
-          AG_LOG_INFO("client %s timed out", peer_.c_str());
-        }
-        stats().timeouts.inc();
-        close();
-      }) {
+      timer_(ctx->loop(),
+             [this] {
+               if (state_ == State::kLingering) {
+                 close();
+                 return;
+               }
+               if (tls_ && !handshake_counted_) {
+                 AG_LOG_INFO("client %s timed out in the TLS handshake", peer_.c_str());
+                 tls::record_handshake_error("timeout");
+                 handshake_counted_ = true;  // counted once; close() adds nothing
+                 stats().timeouts.inc();
+                 close();
+                 return;
+               }
+               if (state_ == State::kReadingHead && in_len_ == in_pos_ && requests_ > 0) {
+                 AG_LOG_INFO("client %s closed keep-alive connection (timeout)", peer_.c_str());
+               } else {
+                 AG_LOG_INFO("client %s timed out", peer_.c_str());
+               }
+               stats().timeouts.inc();
+               close();
+             }),
+      tls_(tls) {
+  transport_->set_wakeup([this] { on_transport_wakeup(); });
   // Header buffers come from the default server, as in nginx: the Host is not known yet.
   const config::Server& s = *hosts_->default_server;
   limits_.large_buffer_size = s.large_client_header_buffers_size;
@@ -56,11 +69,25 @@ HttpConnection::~HttpConnection() {
 
 void HttpConnection::start() {
   set_phase(Phase::kReading);
-  arm_timer(hosts_->default_server->client_header_timeout);
+  arm_timer(tls_ ? hosts_->default_server->tls.handshake_timeout
+                 : hosts_->default_server->client_header_timeout);
   drive();
 }
 
-bool HttpConnection::idle() const { return state_ == State::kReadingHead && in_len_ == in_pos_; }
+void HttpConnection::on_transport_wakeup() {
+  if (state_ != State::kClosed) {
+    drive();
+    return;
+  }
+  // Closed while a job was paused: the job must run to its end before the SSL is freed.
+  if (static_cast<tls::TlsTransport*>(transport_.get())->finish_paused_job()) release();
+}
+
+bool HttpConnection::idle() const {
+  // A TLS connection still in its handshake is not idle: a graceful stop lets it finish, serves
+  // its request and then closes it, as nginx does.
+  return state_ == State::kReadingHead && in_len_ == in_pos_ && (!tls_ || handshake_counted_);
+}
 
 void HttpConnection::on_io(uint32_t events) {
   if (state_ == State::kClosed) return;
@@ -116,7 +143,9 @@ void HttpConnection::drive() {
 }
 
 HttpConnection::Fill HttpConnection::fill_input() {
-  if (!read_ready_ && !peer_closed_) return Fill::kWait;
+  if (!read_ready_ && !peer_closed_ && transport_->socket_readiness_is_exact()) {
+    return Fill::kWait;
+  }
   if (in_pos_ > 0) {
     // Keep unparsed bytes at the front so a head always starts at in_[0].
     std::memmove(in_.data(), in_.data() + in_pos_, in_len_ - in_pos_);
@@ -130,20 +159,25 @@ HttpConnection::Fill HttpConnection::fill_input() {
     in_.resize(std::min(cap, in_.size() * 2));
   }
   size_t want = in_.size() - in_len_;
-  IoResult r = transport_->read(in_.data() + in_len_, want);
+  event::IoResult r = transport_->read(in_.data() + in_len_, want);
+  if (tls_ && !handshake_counted_ &&
+      static_cast<tls::TlsTransport*>(transport_.get())->handshake_done()) {
+    handshake_counted_ = true;
+    arm_timer(hosts_->default_server->client_header_timeout);
+  }
   switch (r.status) {
-    case IoResult::kOk:
+    case event::IoResult::kOk:
       in_len_ += r.bytes;
       if (r.bytes < want && !peer_closed_) read_ready_ = false;
       return Fill::kData;
-    case IoResult::kAgain:
+    case event::IoResult::kAgain:
       read_ready_ = false;
       return Fill::kWait;
-    case IoResult::kEof:
+    case event::IoResult::kEof:
       close();
       return Fill::kClosed;
-    case IoResult::kError:
-      if (r.sys_errno != ECONNRESET) {
+    case event::IoResult::kError:
+      if (r.sys_errno != ECONNRESET && r.sys_errno != EPROTO) {  // EPROTO: logged by TLS
         AG_LOG_INFO("recv() from %s failed: %s", peer_.c_str(), std::strerror(r.sys_errno));
       }
       close();
@@ -255,10 +289,10 @@ bool HttpConnection::read_body() {
   // Flush a pending "100 Continue" first; the body is read in the same pass.
   while (out_pos_ < out_.size()) {
     iovec iov{out_.data() + out_pos_, out_.size() - out_pos_};
-    IoResult r = transport_->writev(&iov, 1);
-    if (r.status == IoResult::kOk) {
+    event::IoResult r = transport_->writev(&iov, 1);
+    if (r.status == event::IoResult::kOk) {
       out_pos_ += r.bytes;
-    } else if (r.status == IoResult::kAgain) {
+    } else if (r.status == event::IoResult::kAgain) {
       break;
     } else {
       close();
@@ -486,18 +520,18 @@ void HttpConnection::respond_static(const config::Location& location) {
 
 bool HttpConnection::write_response() {
   for (;;) {
-    IoResult r;
+    event::IoResult r;
     if (out_pos_ < out_.size()) {
       iovec iov{out_.data() + out_pos_, out_.size() - out_pos_};
       r = transport_->writev(&iov, 1);
-      if (r.status == IoResult::kOk) {
+      if (r.status == event::IoResult::kOk) {
         size_t head_left = out_pos_ < head_size_ ? head_size_ - out_pos_ : 0;
         body_bytes_sent_ += r.bytes > head_left ? r.bytes - head_left : 0;
         out_pos_ += r.bytes;
       }
     } else if (file_remaining_ > 0 && use_sendfile_) {
       r = transport_->sendfile(file_fd_, &file_offset_, file_remaining_);
-      if (r.status == IoResult::kOk) {
+      if (r.status == event::IoResult::kOk) {
         file_remaining_ -= r.bytes;
         body_bytes_sent_ += r.bytes;
       }
@@ -521,11 +555,11 @@ bool HttpConnection::write_response() {
       finish_request();
       return state_ != State::kClosed;
     }
-    if (r.status == IoResult::kAgain) {
+    if (r.status == event::IoResult::kAgain) {
       arm_timer(location_ ? location_->settings.send_timeout : config::Millis{60000});
       return false;
     }
-    if (r.status != IoResult::kOk) {
+    if (r.status != event::IoResult::kOk) {
       if (r.sys_errno != EPIPE && r.sys_errno != ECONNRESET) {
         AG_LOG_INFO("send to %s failed: %s", peer_.c_str(), std::strerror(r.sys_errno));
       }
@@ -556,6 +590,7 @@ void HttpConnection::finish_request() {
     return;
   }
   if (!keep_alive_ || ctx_->draining()) {
+    transport_->shutdown_write();  // TLS: close_notify before the FIN (RFC 8446 §6.1)
     close();
     return;
   }
@@ -593,9 +628,9 @@ void HttpConnection::close_after_error(int status, const char* reason) {
 bool HttpConnection::linger() {
   char buf[4096];
   for (;;) {
-    IoResult r = transport_->read(buf, sizeof(buf));
-    if (r.status == IoResult::kOk) continue;
-    if (r.status == IoResult::kAgain) {
+    event::IoResult r = transport_->read(buf, sizeof(buf));
+    if (r.status == event::IoResult::kOk) continue;
+    if (r.status == event::IoResult::kAgain) {
       auto left = linger_deadline_ - ctx_->loop()->now();
       if (left <= event::Clock::duration::zero()) {
         close();
@@ -628,7 +663,7 @@ std::string HttpConnection::expand_variables(const std::string& text) const {
     if (braced && end < text.size() && text[end] == '}') ++end;
     i = end;
     if (name == "scheme") {
-      out.append("http");
+      out.append(tls_ ? "https" : "http");
     } else if (name == "host") {
       // nginx's $host: the Host without its port, lower case; else the first server_name.
       std::string_view host = head_.host;
@@ -679,6 +714,23 @@ void HttpConnection::close() {
   set_phase(Phase::kNone);
   timer_.disarm();
   ctx_->loop()->remove(transport_->fd());
+  if (tls_ && !handshake_counted_) {
+    auto* t = static_cast<tls::TlsTransport*>(transport_.get());
+    // Errors inside the handshake were counted by the transport; a close before it even
+    // failed (peer gone while we waited, reload, stop) is the peer's doing.
+    if (!t->handshake_done() && *t->handshake_error() == '\0') {
+      tls::record_handshake_error("peer_closed");
+    }
+  }
+  // A paused TLS job keeps the connection until the job is done (on_transport_wakeup).
+  if (transport_->busy()) {
+    ctx_->hold_paused(this);
+    return;
+  }
+  release();
+}
+
+void HttpConnection::release() {
   transport_.reset();
   ctx_->release(this);
 }

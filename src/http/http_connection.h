@@ -9,17 +9,17 @@
 
 #include "accelgate/config/config.h"
 #include "accelgate/event/event_loop.h"
+#include "accelgate/event/transport.h"
 #include "accelgate/http/connection.h"
 #include "accelgate/http/parser.h"
-#include "accelgate/http/transport.h"
 #include "accelgate/http/virtual_hosts.h"
 
 namespace accelgate::http {
 
 class HttpConnection final : public event::IoHandler {
  public:
-  HttpConnection(WorkerContext* ctx, std::unique_ptr<Transport> transport, std::string peer,
-                 std::shared_ptr<const VirtualHosts> hosts);
+  HttpConnection(WorkerContext* ctx, std::unique_ptr<event::Transport> transport, std::string peer,
+                 std::shared_ptr<const VirtualHosts> hosts, bool tls);
   ~HttpConnection() override;
 
   void start();
@@ -60,14 +60,20 @@ class HttpConnection final : public event::IoHandler {
   void log_access();
   void set_phase(Phase phase);
   void arm_timer(config::Millis timeout);
+  // on_transport_wakeup resumes after a paused TLS async job; after close() it lets the job
+  // finish and then releases the connection.
+  void on_transport_wakeup();
+  void release();
 
   WorkerContext* ctx_;
-  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<event::Transport> transport_;
   std::string peer_;
   std::shared_ptr<const VirtualHosts> hosts_;
   event::Timer timer_;
   State state_ = State::kReadingHead;
   Phase phase_ = Phase::kNone;
+  bool tls_;                        // the transport is a TlsTransport
+  bool handshake_counted_ = false;  // TLS: the handshake finished (timeouts are then normal)
   bool read_ready_ = true;
   bool peer_closed_ = false;
 

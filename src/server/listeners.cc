@@ -82,7 +82,8 @@ Result<BoundAddress> bind_address(const config::ListenAddress& address, int work
 }
 
 std::map<std::string, std::shared_ptr<http::VirtualHosts>> build_virtual_hosts(
-    const std::shared_ptr<const config::Config>& config) {
+    const std::shared_ptr<const config::Config>& config,
+    const std::shared_ptr<const tls::TlsContexts>& tls) {
   std::map<std::string, std::shared_ptr<http::VirtualHosts>> out;
   for (const config::Server& server : config->http.servers) {
     for (const config::ListenAddress& listen : server.listen) {
@@ -93,6 +94,8 @@ std::map<std::string, std::shared_ptr<http::VirtualHosts>> build_virtual_hosts(
         hosts->config = config;
         hosts->address = key;
         hosts->port = listen.port;
+        hosts->ssl = listen.ssl;
+        hosts->tls = tls;
       }
       if (hosts->servers.empty() || hosts->servers.back() != &server) {
         hosts->servers.push_back(&server);

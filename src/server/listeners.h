@@ -29,7 +29,9 @@ Result<BoundAddress> bind_address(const config::ListenAddress& address, int work
 
 // build_virtual_hosts returns, for every listen address key of |config|, the servers that listen
 // there with the default one.
+// |tls| holds the SSL_CTXs of |config| (for addresses with `listen ... ssl`).
 std::map<std::string, std::shared_ptr<http::VirtualHosts>> build_virtual_hosts(
-    const std::shared_ptr<const config::Config>& config);
+    const std::shared_ptr<const config::Config>& config,
+    const std::shared_ptr<const tls::TlsContexts>& tls);
 
 }  // namespace accelgate::server

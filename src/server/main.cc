@@ -12,6 +12,7 @@
 
 #include "accelgate/config/config.h"
 #include "accelgate/server/server.h"
+#include "accelgate/tls/tls_context.h"
 
 namespace {
 
@@ -121,8 +122,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "accelgate: configuration file %s test failed\n", conf_file.c_str());
       return 1;
     }
-    for (const std::string& w : (*config)->warnings) {
-      std::fprintf(stderr, "accelgate: [warn] %s\n", w.c_str());
+    // Certificates, keys and TLS settings are checked too, as nginx -t does.
+    std::vector<std::string> warnings = (*config)->warnings;
+    auto tls = accelgate::tls::TlsContexts::create(*config, &warnings);
+    for (const std::string& w : warnings) std::fprintf(stderr, "accelgate: [warn] %s\n", w.c_str());
+    if (!tls) {
+      std::fprintf(stderr, "accelgate: [emerg] %s\n", tls.error().message.c_str());
+      std::fprintf(stderr, "accelgate: configuration file %s test failed\n", conf_file.c_str());
+      return 1;
     }
     std::fprintf(stderr, "accelgate: the configuration file %s syntax is ok\n",
                  (*config)->file.c_str());

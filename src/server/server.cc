@@ -10,6 +10,7 @@
 
 #include "accelgate/common/log.h"
 #include "accelgate/http/connection.h"
+#include "accelgate/tls/tls_context.h"
 #include "listeners.h"
 #include "worker.h"
 
@@ -57,7 +58,11 @@ Status write_pid_file(const std::string& path) {
 Result<std::vector<std::vector<ListenerBinding>>> ServerState::bindings_for(
     const std::shared_ptr<const config::Config>& config) {
   int workers = static_cast<int>(workers_.empty() ? config->worker_processes : workers_.size());
-  auto hosts = build_virtual_hosts(config);
+  std::vector<std::string> warnings;
+  auto tls = tls::TlsContexts::create(config, &warnings);
+  if (!tls) return tls.error();
+  for (const std::string& w : warnings) AG_LOG_WARN("%s", w.c_str());
+  auto hosts = build_virtual_hosts(config, *tls);
   std::map<std::string, BoundAddress> next;
   std::vector<BoundAddress> fresh;
   for (auto& [key, vhosts] : hosts) {

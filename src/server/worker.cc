@@ -92,6 +92,16 @@ void Worker::run() {
   loop_->run();
   // Fast stop or the last connection of a graceful stop: release everything on this thread.
   ctx_->close_all();
+  if (ctx_->paused_count() > 0) {
+    // Connections closed while a TLS job is paused are freed when their job completes: run the
+    // loop a little longer for them (bounded; what is left after that is not freed).
+    event::Timer limit(loop_.get(), [this] { loop_->stop(); });
+    limit.arm(std::chrono::seconds(5));
+    ctx_->set_on_connection_closed([this] {
+      if (ctx_->paused_count() == 0) loop_->stop();
+    });
+    loop_->run();
+  }
   listeners_.clear();
   ctx_.reset();
   finished_ = true;

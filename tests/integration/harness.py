@@ -88,10 +88,10 @@ class Server:
     def write_config(self, http_body, main="", workers=1):
         self.config_path = self.write_file("conf/accelgate.conf", self.config_text(http_body, main, workers))
 
-    def start(self, user=None):
+    def start(self, user=None, env=None):
         """Starts the server and waits until it listens. |user| (only when the tests run as
         root): run it as that user through setpriv, owning the prefix, so that file permissions
-        apply to it (root reads a chmod 000 file)."""
+        apply to it (root reads a chmod 000 file). |env|: extra environment variables."""
         self.stderr = open(os.path.join(self.prefix, "var/stderr.log"), "w+")
         argv = [BINARY, "-p", self.prefix, "-c", "conf/accelgate.conf"]
         if user is not None:
@@ -103,7 +103,11 @@ class Server:
                         os.chown(name, entry.pw_uid, entry.pw_gid)
             argv = ["setpriv", "--reuid=%d" % entry.pw_uid, "--regid=%d" % entry.pw_gid,
                     "--clear-groups", "--"] + argv
-        self.proc = subprocess.Popen(argv, stdout=self.stderr, stderr=self.stderr)
+        full_env = None
+        if env:
+            full_env = dict(os.environ)
+            full_env.update(env)
+        self.proc = subprocess.Popen(argv, stdout=self.stderr, stderr=self.stderr, env=full_env)
         wait_for_port(self.port, proc=self.proc)
         return self
 

@@ -74,7 +74,7 @@ class EventLoop {
   Status add_readable(int fd, IoHandler* handler);
   void remove(int fd);
 
-  // run processes events until stop(); returns when the loop has stopped.
+  // run processes events until stop(); returns when the loop has stopped. May be called again.
   void run();
   // stop makes run() return after the current iteration.
   void stop() { stopping_ = true; }

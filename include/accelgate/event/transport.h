@@ -1,16 +1,18 @@
 #pragma once
 
-// Transport is the byte stream under an HTTP connection: plain TCP now, TLS later (the TLS issue
-// puts an SSL object here; a paused async handshake job reports kAgain and resumes through the
-// same readiness path). The connection state machine only ever talks to a Transport.
+// Transport is the byte stream under a connection: plain TCP (PlainTransport, here) or TLS
+// (tls::TlsTransport). The HTTP state machine only ever talks to a Transport. A TLS transport
+// runs its handshake inside read()/writev() and reports kAgain while it waits for the socket or
+// for a paused async job (then it calls the wake-up callback once the job can go on).
 
 #include <sys/types.h>
 #include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
-namespace accelgate::http {
+namespace accelgate::event {
 
 struct IoResult {
   enum Status { kOk, kAgain, kEof, kError };
@@ -27,12 +29,22 @@ class Transport {
   virtual IoResult read(char* buf, size_t len) = 0;
   // writev writes from |iov|; kOk may be partial.
   virtual IoResult writev(const iovec* iov, int count) = 0;
-  // sendfile sends |len| bytes of |file_fd| from |*offset| (advanced), if the transport can
-  // (plain TCP); returns kError with ENOSYS where it can't, and the caller falls back to pread.
+  // sendfile sends |len| bytes of |file_fd| from |*offset| (advanced); only where
+  // can_sendfile() (plain TCP).
   virtual IoResult sendfile(int file_fd, off_t* offset, size_t len) = 0;
   virtual bool can_sendfile() const = 0;
+  // socket_readiness_is_exact says whether "the socket has no bytes" means "read() has no
+  // bytes". True for plain TCP; false for TLS, which buffers decrypted records and may need to
+  // write during a read.
+  virtual bool socket_readiness_is_exact() const = 0;
   // shutdown_write half-closes the stream (TLS: sends close_notify first).
   virtual void shutdown_write() = 0;
+  // busy says whether an operation is paused inside the transport (a TLS async job): the
+  // transport must then not be destroyed; the wake-up callback fires when it can go on.
+  virtual bool busy() const { return false; }
+  // set_wakeup registers what to call (on the owning loop's thread) when a paused operation can
+  // continue.
+  virtual void set_wakeup(std::function<void()> wakeup) { (void)wakeup; }
 };
 
 // PlainTransport is TCP without TLS. It owns |fd| and closes it when destroyed.
@@ -40,15 +52,18 @@ class PlainTransport final : public Transport {
  public:
   explicit PlainTransport(int fd) : fd_(fd) {}
   ~PlainTransport() override;
+  PlainTransport(const PlainTransport&) = delete;
+  PlainTransport& operator=(const PlainTransport&) = delete;
   int fd() const override { return fd_; }
   IoResult read(char* buf, size_t len) override;
   IoResult writev(const iovec* iov, int count) override;
   IoResult sendfile(int file_fd, off_t* offset, size_t len) override;
   bool can_sendfile() const override { return true; }
+  bool socket_readiness_is_exact() const override { return true; }
   void shutdown_write() override;
 
  private:
   int fd_;
 };
 
-}  // namespace accelgate::http
+}  // namespace accelgate::event

@@ -16,12 +16,13 @@
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "accelgate/event/event_loop.h"
+#include "accelgate/event/transport.h"
 #include "accelgate/http/parser.h"
-#include "accelgate/http/transport.h"
 #include "accelgate/http/virtual_hosts.h"
 
 namespace accelgate::http {
@@ -43,6 +44,8 @@ class WorkerContext {
   void accept_connection(int fd, const sockaddr_storage& peer,
                          std::shared_ptr<const VirtualHosts> hosts);
   size_t connection_count() const { return connections_.size(); }
+  // paused_count is the number of closed connections still waiting for a paused TLS job.
+  size_t paused_count() const { return paused_.size(); }
 
   // drain stops keep-alive: idle connections close now, busy ones after their current response.
   void drain();
@@ -67,11 +70,14 @@ class WorkerContext {
  private:
   friend class HttpConnection;
   void release(HttpConnection* connection);
+  // hold_paused keeps a closed connection whose TLS job is paused until the job finishes.
+  void hold_paused(HttpConnection* connection);
 
   event::EventLoop* loop_;
   int index_;
   bool draining_ = false;
   std::list<std::unique_ptr<HttpConnection>> connections_;
+  std::set<HttpConnection*> paused_;
   std::function<void()> on_connection_closed_;
   std::unique_ptr<AccessLogBuffer> access_log_;
   event::Timer access_log_flush_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "accelgate/config/config.h"
+#include "accelgate/tls/tls_context.h"
 
 namespace accelgate::http {
 
@@ -17,8 +18,10 @@ struct VirtualHosts {
   std::shared_ptr<const config::Config> config;
   std::vector<const config::Server*> servers;  // in file order
   const config::Server* default_server = nullptr;
-  std::string address;  // "127.0.0.1:8080", for logs
-  uint16_t port = 0;    // the bound port (resolved when the config said 0)
+  std::string address;                          // "127.0.0.1:8080", for logs
+  uint16_t port = 0;                            // the bound port (resolved when the config said 0)
+  bool ssl = false;                             // `listen ... ssl`
+  std::shared_ptr<const tls::TlsContexts> tls;  // with ssl: the snapshot's SSL_CTXs
 
   // find_server picks the server for a Host value (port and trailing dot ignored, case-folded):
   // exact name, then the longest leading wildcard, then the longest trailing wildcard, then the
