@@ -21,9 +21,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-./scripts/deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build accelgate >/dev/null
+. bench/lib.sh
+build_accelgate
 
 WORK=$(mktemp -d /tmp/accelgate-bench.XXXXXX)
 PIDS=()
@@ -36,9 +35,6 @@ trap cleanup EXIT
 mkdir -p "$WORK/html" "$WORK/conf" "$WORK/var" "$WORK/nginx/logs"
 head -c 600 /dev/zero | tr '\0' 'a' | sed 's/^/<html>/' | head -c 600 > "$WORK/html/index.html"
 cp conf/mime.types "$WORK/conf/"
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 PORT_AG=$(free_port)
 PORT_NGX=$(free_port)
 
@@ -76,14 +72,10 @@ http {
 }
 CONF
 
-taskset -c 0 ./build/accelgate -p "$WORK" -c conf/accelgate.conf &
-PIDS+=($!)
-taskset -c 0 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off; master_process off;' &
-PIDS+=($!)
+start_pinned 0 ./build/accelgate -p "$WORK" -c conf/accelgate.conf
+start_pinned 0 nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -g 'daemon off; master_process off;'
 sleep 1
-for p in "${PIDS[@]}"; do
-  kill -0 "$p" 2>/dev/null || { echo "keepalive.sh: a server failed to start" >&2; exit 1; }
-done
+check_started
 curl -sf -o /dev/null "http://127.0.0.1:$PORT_AG/index.html"
 curl -sf -o /dev/null "http://127.0.0.1:$PORT_NGX/index.html"
 
@@ -101,5 +93,5 @@ for i in $(seq 1 "$RUNS"); do
   ratios+=("$r")
   printf '%-4s %14s %14s %8s\n' "$i" "$a" "$n" "$r"
 done
-median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+median=$(median "${ratios[@]}")
 echo "median ratio accelgate/nginx: $median (keep-alive, 600 B file, 1 worker each, $CONNECTIONS connections, ${DURATION}s x $RUNS)"
