@@ -713,7 +713,6 @@ void HttpConnection::close() {
   state_ = State::kClosed;
   set_phase(Phase::kNone);
   timer_.disarm();
-  ctx_->loop()->remove(transport_->fd());
   if (tls_ && !handshake_counted_) {
     auto* t = static_cast<tls::TlsTransport*>(transport_.get());
     // Errors inside the handshake were counted by the transport; a close before it even
@@ -722,8 +721,11 @@ void HttpConnection::close() {
       tls::record_handshake_error("peer_closed");
     }
   }
-  // A paused TLS job keeps the connection until the job is done (on_transport_wakeup).
+  // A paused TLS job keeps the connection until the job is done (on_transport_wakeup); its
+  // socket leaves epoll now. Otherwise closing the socket (release) removes it from epoll, one
+  // system call fewer; events already queued for it find the connection closed.
   if (transport_->busy()) {
+    ctx_->loop()->remove(transport_->fd());
     ctx_->hold_paused(this);
     return;
   }
