@@ -9,6 +9,7 @@ import os
 import shutil
 import socket
 import ssl
+import subprocess
 import time
 import unittest
 
@@ -132,6 +133,28 @@ class ProtocolsTest(TlsTestCase):
             "no_shared_cipher errors: %r" % handshake_errors(scrape(s.port), "no_shared_cipher"))
         code, out = s_client(s.port, "-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384")
         self.assert_handshake(out)
+
+
+    def test_renegotiation_refused(self):
+        # A TLS 1.2 client asking to renegotiate ("R" in s_client) is refused with a
+        # no_renegotiation alert, and the server keeps serving.
+        s = self.start_tls()
+        # stdin stays open a moment: s_client reads "R" as its renegotiate command, and quits at
+        # end of input.
+        p = subprocess.Popen(["openssl", "s_client", "-connect", "127.0.0.1:%d" % s.port, "-tls1_2"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        p.stdin.write(b"R\n")
+        p.stdin.flush()
+        time.sleep(1.5)
+        try:
+            stdout, _ = p.communicate(timeout=15)  # closes stdin: s_client quits
+        except subprocess.TimeoutExpired:
+            p.kill()
+            stdout, _ = p.communicate()
+        out = stdout.decode(errors="replace")
+        self.assertIn("RENEGOTIATING", out)
+        self.assertIn("no renegotiation", out)
+        self.assert_serving(s)
 
 
 class SniTest(TlsTestCase):
