@@ -29,7 +29,7 @@ Result<std::unique_ptr<TicketKeys>> TicketKeys::load(
     std::string at =
         i < where.size() ? where[i].file + ":" + std::to_string(where[i].line) + ": " : "";
     std::ifstream in(path, std::ios::binary);
-    if (!in) return Error{at + "cannot open ssl_session_ticket_key \"" + path + "\""};
+    if (!in) return Error{at.append("cannot open ssl_session_ticket_key \"").append(path) + "\""};
     std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     Key key{};
     if (data.size() == 48) {
@@ -45,8 +45,10 @@ Result<std::unique_ptr<TicketKeys>> TicketKeys::load(
       key.hmac_key_size = 32;
       key.aes256 = true;
     } else {
-      return Error{at + "ssl_session_ticket_key \"" + path + "\" must be 48 or 80 bytes, not " +
-                   std::to_string(data.size())};
+      return Error{at.append("ssl_session_ticket_key \"")
+                       .append(path)
+                       .append("\" must be 48 or 80 bytes, not ")
+                       .append(std::to_string(data.size()))};
     }
     OPENSSL_cleanse(data.data(), data.size());
     keys->keys_.push_back(key);

@@ -97,8 +97,13 @@ Status apply_conf_commands(SSL_CTX* ctx, const config::TlsSettings& tls) {
   Status status;
   for (const auto& [name, value] : tls.conf_commands) {
     if (SSL_CONF_cmd(cctx, name.c_str(), value.c_str()) <= 0) {
-      status = Error{where_of(tls.where) + "ssl_conf_command \"" + name + "\" \"" + value +
-                     "\" failed: " + openssl_error()};
+      status = Error{where_of(tls.where)
+                         .append("ssl_conf_command \"")
+                         .append(name)
+                         .append("\" \"")
+                         .append(value)
+                         .append("\" failed: ")
+                         .append(openssl_error())};
       break;
     }
   }

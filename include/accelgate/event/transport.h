@@ -44,7 +44,7 @@ class Transport {
   virtual bool busy() const { return false; }
   // set_wakeup registers what to call (on the owning loop's thread) when a paused operation can
   // continue.
-  virtual void set_wakeup(std::function<void()> wakeup) { (void)wakeup; }
+  virtual void set_wakeup(std::function<void()> wakeup) = 0;
 };
 
 // PlainTransport is TCP without TLS. It owns |fd| and closes it when destroyed.
@@ -61,6 +61,8 @@ class PlainTransport final : public Transport {
   bool can_sendfile() const override { return true; }
   bool socket_readiness_is_exact() const override { return true; }
   void shutdown_write() override;
+  // A plain socket never pauses, so it never wakes anyone up.
+  void set_wakeup(std::function<void()> /*wakeup*/) override {}
 
  private:
   int fd_;
