@@ -29,17 +29,8 @@ done
 . bench/lib.sh
 build_accelgate
 
-WORK=$(mktemp -d /tmp/accelgate-hs.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-mkdir -p "$WORK/html" "$WORK/conf" "$WORK/var" "$WORK/nginx/logs"
+make_workdir hs
 echo "ok" > "$WORK/html/index.html"
-cp conf/mime.types "$WORK/conf/"
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
   -keyout "$WORK/conf/rsa.key" -out "$WORK/conf/rsa.crt" 2>/dev/null
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=localhost \

@@ -24,17 +24,8 @@ done
 . bench/lib.sh
 build_accelgate
 
-WORK=$(mktemp -d /tmp/accelgate-bench.XXXXXX)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-mkdir -p "$WORK/html" "$WORK/conf" "$WORK/var" "$WORK/nginx/logs"
+make_workdir bench
 head -c 600 /dev/zero | tr '\0' 'a' | sed 's/^/<html>/' | head -c 600 > "$WORK/html/index.html"
-cp conf/mime.types "$WORK/conf/"
 PORT_AG=$(free_port)
 PORT_NGX=$(free_port)
 

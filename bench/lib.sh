@@ -12,6 +12,16 @@ build_accelgate() {
   ninja -C build accelgate >/dev/null
 }
 
+# make_workdir NAME: a fresh $WORK with html/, conf/ (mime.types), var/ and nginx/logs/, removed
+# with every server in PIDS when the script exits.
+make_workdir() {
+  WORK=$(mktemp -d "/tmp/accelgate-$1.XXXXXX")
+  PIDS=()
+  trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+  mkdir -p "$WORK/html" "$WORK/conf" "$WORK/var" "$WORK/nginx/logs"
+  cp conf/mime.types "$WORK/conf/"
+}
+
 # start_pinned CPU CMD... starts CMD pinned to CPU in the background and records its pid in PIDS.
 start_pinned() {
   local cpu=$1

@@ -71,6 +71,17 @@ Token Lexer::next() {
   }
 }
 
+void Lexer::append_escape(std::string* text) {
+  char next = text_[pos_++];
+  if (next == '\n') ++line_;
+  if (char plain = unescape_char(next)) {
+    *text += plain;
+  } else {
+    *text += '\\';
+    *text += next;
+  }
+}
+
 Token Lexer::read_quoted(char quote) {
   Token token{Token::Kind::kWord, {}, line_};
   for (;;) {
@@ -79,14 +90,7 @@ Token Lexer::read_quoted(char quote) {
     if (c == quote) break;
     if (c == '\n') ++line_;
     if (c == '\\' && pos_ < text_.size()) {
-      char next = text_[pos_++];
-      if (next == '\n') ++line_;
-      if (char plain = unescape_char(next)) {
-        token.text += plain;
-      } else {
-        token.text += '\\';
-        token.text += next;
-      }
+      append_escape(&token.text);
       continue;
     }
     token.text += c;
@@ -109,14 +113,7 @@ Token Lexer::read_word() {
     ++pos_;
     if (c == '\\' && pos_ < text_.size()) {
       // A backslash keeps the next character in the word, even a separator.
-      char next = text_[pos_++];
-      if (next == '\n') ++line_;
-      if (char plain = unescape_char(next)) {
-        token.text += plain;
-      } else {
-        token.text += '\\';
-        token.text += next;
-      }
+      append_escape(&token.text);
       continue;
     }
     token.text += c;

@@ -34,6 +34,8 @@ class Lexer {
  private:
   Token read_quoted(char quote);
   Token read_word();
+  // append_escape consumes the character after a backslash and appends what it stands for.
+  void append_escape(std::string* text);
   [[noreturn]] void fail_at(int line, const std::string& message) const;
 
   std::string_view text_;
