@@ -200,6 +200,10 @@ class SignalsTest(ServerTestCase):
         os.rename(s.path("var/access.log"), s.path("var/access.log.1"))
         os.rename(s.path("var/error.log"), s.path("var/error.log.1"))
         self.assertEqual(get(s.port, "/a.txt?renamed").status, 200)
+        # The line is written just after the response leaves; wait for it before reopening, or
+        # it may land in either file.
+        self.assertTrue(wait_until(
+            lambda: "/a.txt?renamed" in open(s.path("var/access.log.1")).read(), timeout=5))
         s.signal(signal.SIGUSR1)
         self.assertTrue(wait_until(lambda: os.path.exists(s.path("var/access.log")), timeout=5),
                         "access.log not recreated by SIGUSR1")
