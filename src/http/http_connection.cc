@@ -584,7 +584,9 @@ void HttpConnection::finish_request() {
   if (lingering_after_) {
     transport_->shutdown_write();
     state_ = State::kLingering;
-    set_phase(Phase::kNone);
+    // Still an active connection, reading (and dropping) what the client sends: stub_status's
+    // Reading + Writing + Waiting must add up to Active connections.
+    set_phase(Phase::kReading);
     linger_deadline_ = ctx_->loop()->now() + kLingeringTime;
     arm_timer(kLingeringTimeout);
     return;
