@@ -269,6 +269,10 @@ void HttpConnection::handle_request() {
     return;
   }
   state_ = State::kWriting;
+  respond();
+}
+
+void HttpConnection::respond() {
   if (location_->return_action) {
     respond_return(*location_, *location_->return_action);
   } else if (location_->metrics || location_->stub_status) {
@@ -349,13 +353,7 @@ bool HttpConnection::read_body() {
   out_pos_ = 0;
   state_ = State::kWriting;
   body_chunked_ = false;
-  if (location_->return_action) {
-    respond_return(*location_, *location_->return_action);
-  } else if (location_->metrics || location_->stub_status) {
-    respond_error(405);
-  } else {
-    respond_static(*location_);
-  }
+  respond();
   return true;
 }
 

@@ -48,6 +48,9 @@ class HttpConnection final : public event::IoHandler {
   Fill fill_input();
 
   void handle_request();
+  // respond answers the current request (its body, if any, already read) by its location:
+  // return, metrics/stub_status, or a static file.
+  void respond();
   void respond_return(const config::Location& location, const config::ReturnAction& action);
   void respond_static(const config::Location& location);
   void respond_text(int status, const std::string& content_type, const std::string& body);
