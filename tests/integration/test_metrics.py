@@ -151,8 +151,13 @@ class MetricsTest(ServerTestCase):
                 c = Client(s.port)
                 held.append(c)
                 self.assertEqual(c.request(b"GET /a.txt HTTP/1.1\r\n" + H + b"\r\n").status, 200)
-            m2 = STUB.match(get(s.port, "/stub_status").body.decode())
-            self.assertIsNotNone(m2)
+            # A connection turns Waiting just after its response leaves, so a scrape right
+            # after the last response may come first: wait for the 6 idle connections.
+            def scrape_stub():
+                m = STUB.match(get(s.port, "/stub_status").body.decode())
+                return m if m and int(m.group(7)) >= 6 else None
+            m2 = wait_until(scrape_stub, timeout=5)
+            self.assertIsNotNone(m2, "6 idle keep-alive connections never showed as Waiting")
             active2, accepts2, handled2, reqs2, reading2, writing2, waiting2 = map(int, m2.groups())
             self.assertGreaterEqual(active2, 7)
             self.assertGreaterEqual(waiting2, 6)
