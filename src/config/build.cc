@@ -10,10 +10,7 @@ namespace {
 
 // kTables lists every directive table; a new group of directives adds its table here.
 std::span<const DirectiveSpec> (*const kTables[])() = {
-    main_directives,
-    http_directives,
-    server_directives,
-    tls_directives,
+    main_directives, http_directives, server_directives, tls_directives, offload_directives,
 };
 
 const DirectiveSpec* find_directive(const std::string& name) {

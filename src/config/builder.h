@@ -31,6 +31,7 @@ enum Context : uint32_t {
   kHttp = 1u << 2,
   kServer = 1u << 3,
   kLocation = 1u << 4,
+  kOffload = 1u << 5,
 };
 inline constexpr uint32_t kHttpScopes = kHttp | kServer | kLocation;
 
@@ -127,8 +128,9 @@ struct DirectiveSpec {
 // The directive tables, one per file that implements them.
 std::span<const DirectiveSpec> main_directives();  // build_main.cc: main and events
 std::span<const DirectiveSpec> http_directives();  // build_http.cc: http, server, location settings
-std::span<const DirectiveSpec> server_directives();  // build_server.cc: server, listen, location
-std::span<const DirectiveSpec> tls_directives();     // build_tls.cc: ssl_*
+std::span<const DirectiveSpec> server_directives();   // build_server.cc: server, listen, location
+std::span<const DirectiveSpec> tls_directives();      // build_tls.cc: ssl_*
+std::span<const DirectiveSpec> offload_directives();  // build_offload.cc: offload { }
 
 class Builder {
  public:

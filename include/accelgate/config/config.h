@@ -152,6 +152,32 @@ struct HttpConfig {
   bool present = false;  // an `http` block was given
 };
 
+// OffloadSettings is the `offload { }` block of the main context (DESIGN.md, "Configuration").
+struct OffloadSettings {
+  // crypto: "auto" (the best available engine), "off" (no offload framework: keys stay with
+  // OpenSSL's default provider, the plain path), or an engine name: "sw", "pool", "emu", "mb",
+  // "openssl:<id>".
+  std::string crypto = "auto";
+  bool fallback = true;         // software when an engine is busy, fails or times out
+  Millis op_timeout{50};        // an op not completed by then is redone in software
+  Millis retry_interval{5000};  // how long a failing engine stays out before a probe
+  int pool_threads = 0;         // 0 = auto: one per online CPU
+  enum class Notify { kEvent, kPoll };
+  Notify notify = Notify::kEvent;  // openssl:<id>: wait fds in epoll, or polling
+  enum class PollMode { kHeuristic, kTimer, kBusy };
+  PollMode poll_mode = PollMode::kHeuristic;
+  // The emulated device (`emu`), for tests and demonstrations.
+  struct Emu {
+    std::chrono::microseconds latency{200};  // from submission to completion, at least
+    uint32_t capacity = 64;                  // ops in flight; one more is Busy
+    double error_rate = 0;                   // fraction of ops completed with an error
+    double hang_rate = 0;                    // fraction of ops never completed
+    std::string control;                     // a file: "down" in it takes the device down
+  };
+  Emu emu;
+  SourceLocation where;  // the `offload` block, or the main file when there is none
+};
+
 struct Config {
   std::string file;            // absolute path of the main file
   std::string prefix;          // absolute; relative paths in the file resolve against it
@@ -162,6 +188,7 @@ struct Config {
   uint32_t worker_connections = 512;
   bool multi_accept = false;          // events { multi_accept on; }
   uint32_t worker_rlimit_nofile = 0;  // 0 = not set: leave RLIMIT_NOFILE as it is
+  OffloadSettings offload;
   HttpConfig http;
   // warnings are "file:line: message" lines nginx would log at warn level while loading
   // (a conflicting server_name, a duplicate MIME extension); the caller logs them.
