@@ -1,0 +1,125 @@
+#pragma once
+
+// Op: one unit of offloadable work (DESIGN.md, "The async contract"). The provider creates an op
+// for a private-key operation of a TLS handshake (or of any application that loads the module),
+// the Dispatcher routes it through an engine chain, and its completion runs on the submitting
+// loop's thread.
+//
+// An op is shared (OpRef): the dispatcher, the engine working on it and the code waiting for it
+// each hold a reference, so an engine that completes an op late (after its deadline, after a
+// fallback, after the connection that wanted it closed) writes into memory that is still alive,
+// and the dispatcher discards that completion.
+
+#include <openssl/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace accelgate::offload {
+
+using Clock = std::chrono::steady_clock;
+
+// OpKind is what an op computes. Names (op_kind_name) are the `op` label of the metrics.
+enum class OpKind : uint8_t {
+  kRsaSign,       // RSA private operation for a signature: PKCS#1 v1.5 or PSS (RFC 8017 §8)
+  kRsaDecrypt,    // RSA private operation for decryption (TLS 1.2 RSA key exchange)
+  kEcdsaSign,     // ECDSA signature, P-256 or P-384
+  kEcdhDerive,    // ECDH shared secret, P-256 or P-384
+  kX25519Derive,  // X25519 shared secret (RFC 7748)
+  kX25519Keygen,  // X25519 key pair (the ephemeral key of a handshake)
+};
+inline constexpr size_t kOpKindCount = 6;
+
+// op_kind_name returns "rsa_sign", "rsa_decrypt", "ecdsa_sign", "ecdh_derive", "x25519_derive"
+// or "x25519_keygen".
+std::string_view op_kind_name(OpKind kind);
+
+// OpOutput is what an op produces: |bytes| (a signature, a plaintext, a shared secret) or, for
+// a key generation, |key| (the key as OpenSSL's default provider holds it; its deleter frees
+// it, so an output that is discarded cleans up after itself).
+struct OpOutput {
+  std::vector<uint8_t> bytes;
+  std::shared_ptr<void> key;
+};
+
+// SoftwareFn computes an op with OpenSSL's default implementation. It must be safe to call from
+// any thread and from two threads at once (an engine may still be computing an op whose
+// deadline passed while the software fallback computes it again).
+using SoftwareFn = std::function<bool(OpOutput* out)>;
+
+// LibraryFn computes an op through another OpenSSL library context: the key and the operation's
+// parameters are handed to whatever provider |libctx| fetches with |propq| (a card's provider, for
+// the `openssl` engine). Same thread-safety as SoftwareFn; it may pause the calling ASYNC job.
+using LibraryFn = std::function<bool(OSSL_LIB_CTX* libctx, const char* propq, OpOutput* out)>;
+
+class Dispatcher;
+
+class Op {
+ public:
+  // Completion runs once, on the thread of the loop that submitted the op.
+  using Completion = std::function<void(Op& op)>;
+
+  // |key_bits| is the key size (2048 for RSA-2048, 256 for P-256 and X25519): engines that
+  // accelerate only some sizes route on it.
+  Op(OpKind kind, int key_bits, SoftwareFn software)
+      : kind_(kind), key_bits_(key_bits), software_(std::move(software)) {}
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+
+  OpKind kind() const { return kind_; }
+  int key_bits() const { return key_bits_; }
+
+  // compute_in_software runs OpenSSL's default implementation into |out| (thread-safe, see
+  // SoftwareFn). Every engine may use it: sw inline, pool on its threads, emu on its device.
+  bool compute_in_software(OpOutput* out) const { return software_(out); }
+
+  // compute_with_library runs the op through |libctx| (see LibraryFn); false when the op's
+  // creator gave no LibraryFn.
+  bool compute_with_library(OSSL_LIB_CTX* libctx, const char* propq, OpOutput* out) const {
+    return library_ && library_(libctx, propq, out);
+  }
+  bool has_library_fn() const { return static_cast<bool>(library_); }
+  // set_library_fn is called by the op's creator before submitting.
+  void set_library_fn(LibraryFn fn) { library_ = std::move(fn); }
+
+  // set_on_complete sets the callback the dispatcher calls when the op has ended (set it before
+  // submitting).
+  void set_on_complete(Completion completion) { on_complete_ = std::move(completion); }
+
+  // done says the op has ended; ok() whether it produced an output; engine() names the engine
+  // that produced it. Read on the submitting thread only.
+  bool done() const { return done_; }
+  bool ok() const { return ok_; }
+  std::string_view engine() const { return engine_; }
+  OpOutput& output() { return output_; }
+
+ private:
+  friend class Dispatcher;
+
+  const OpKind kind_;
+  const int key_bits_;
+  const SoftwareFn software_;
+  LibraryFn library_;
+  Completion on_complete_;
+
+  // Owned by the dispatcher, on the submitting thread.
+  bool done_ = false;
+  bool ok_ = false;
+  std::string_view engine_;
+  OpOutput output_;
+  uint64_t ticket_ = 0;      // the current attempt; a completion with another ticket is stale
+  size_t chain_pos_ = 0;     // index of the engine of the current attempt in the chain
+  bool fell_back_ = false;   // an earlier engine of the chain did not serve it
+  uint32_t generation_ = 0;  // the dispatcher chain the op started on (see Dispatcher::build)
+  Clock::time_point attempt_start_{};
+  Clock::time_point deadline_{};
+};
+
+using OpRef = std::shared_ptr<Op>;
+
+}  // namespace accelgate::offload

@@ -1,0 +1,23 @@
+#include "accelgate/offload/op.h"
+
+namespace accelgate::offload {
+
+std::string_view op_kind_name(OpKind kind) {
+  switch (kind) {
+    case OpKind::kRsaSign:
+      return "rsa_sign";
+    case OpKind::kRsaDecrypt:
+      return "rsa_decrypt";
+    case OpKind::kEcdsaSign:
+      return "ecdsa_sign";
+    case OpKind::kEcdhDerive:
+      return "ecdh_derive";
+    case OpKind::kX25519Derive:
+      return "x25519_derive";
+    case OpKind::kX25519Keygen:
+      return "x25519_keygen";
+  }
+  return "unknown";
+}
+
+}  // namespace accelgate::offload
