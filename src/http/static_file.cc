@@ -14,11 +14,26 @@
 namespace accelgate::http {
 namespace {
 
+// append_hex appends |v| in lower-case hex without leading zeros ("0" for zero).
+void append_hex(unsigned long long v, std::string* out) {
+  char buf[16];
+  int n = 0;
+  do {
+    buf[n++] = "0123456789abcdef"[v & 0xf];
+    v >>= 4;
+  } while (v != 0);
+  while (n > 0) out->push_back(buf[--n]);
+}
+
+// make_etag is nginx's ETag, "mtime-size" in hex. Formatted by hand: it runs for every static
+// response, and snprintf cost about 2,500 instructions of a full handshake's request (callgrind).
 std::string make_etag(time_t mtime, off_t size) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "\"%llx-%llx\"", static_cast<unsigned long long>(mtime),
-                static_cast<unsigned long long>(size));
-  return buf;
+  std::string etag = "\"";
+  append_hex(static_cast<unsigned long long>(mtime), &etag);
+  etag.push_back('-');
+  append_hex(static_cast<unsigned long long>(size), &etag);
+  etag.push_back('"');
+  return etag;
 }
 
 std::string content_type_for(const config::LocationSettings& settings, const std::string& path) {

@@ -88,6 +88,19 @@ class StaticTest(ServerTestCase):
             r2 = c.request(b"GET /f.txt HTTP/1.1\r\nHost: localhost\r\n\r\n")
             self.assertEqual((r2.status, r2.body), (200, TEXT))
 
+    def test_etag_and_last_modified_are_nginx_format(self):
+        s = self.start_static()
+        r = get(s.port, "/f.txt")
+        st = os.stat(s.path("html/f.txt"))
+        self.assertEqual(r.header("etag"), '"%x-%x"' % (int(st.st_mtime), st.st_size))
+        self.assertEqual(r.header("last-modified"),
+                         email.utils.formatdate(int(st.st_mtime), usegmt=True))
+        # Dates formatted by hand: check one with one-digit fields and one past 2038.
+        for t in (0, 86400 * 31 + 3661, 4102444800 + 59):
+            os.utime(s.path("html/f.txt"), (t, t))
+            self.assertEqual(get(s.port, "/f.txt").header("last-modified"),
+                             email.utils.formatdate(t, usegmt=True))
+
     def test_if_none_match_and_if_modified_since_give_304(self):
         s = self.start_static()
         r = get(s.port, "/f.txt")
