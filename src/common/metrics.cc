@@ -164,8 +164,10 @@ template class Family<Gauge>;
 template class Family<Histogram>;
 
 Registry& Registry::global() {
-  static Registry registry;
-  return registry;
+  // Never destroyed: threads stopped during exit (the provider module's driver, torn down by
+  // OpenSSL's own exit handler) still update their gauges.
+  static Registry* registry = new Registry();
+  return *registry;
 }
 
 namespace {
@@ -223,6 +225,12 @@ std::string Registry::render() const {
     }
   }
   return out;
+}
+
+Gauge& thread_count(std::string_view role) {
+  static auto& family = Registry::global().gauge(
+      "accelgate_threads", "Threads accelgate runs, by role (worker, crypto, emu).", {"role"});
+  return family.with({role});
 }
 
 }  // namespace accelgate::metrics

@@ -107,4 +107,9 @@ class Registry {
   std::vector<std::pair<Type, const void*>> order_;
 };
 
+// thread_count is the gauge accelgate_threads{role}: every thread accelgate starts is counted
+// under its role ("worker", "crypto" for the pool, "emu" for the emulated device) while it runs
+// (DESIGN.md, "Threads": every extra thread is named and counted).
+Gauge& thread_count(std::string_view role);
+
 }  // namespace accelgate::metrics

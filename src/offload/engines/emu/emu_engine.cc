@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "accelgate/common/log.h"
+#include "accelgate/common/metrics.h"
 #include "accelgate/offload/registry.h"
 #include "engines/completion_channel.h"
 #include "engines/engines.h"
@@ -78,7 +79,10 @@ class EmuDevice {
       stopping_ = true;
     }
     wake_.notify_one();
-    if (thread_.joinable()) thread_.join();
+    if (thread_.joinable()) {
+      thread_.join();
+      metrics::thread_count("emu").add(-1);
+    }
   }
 
   // start reads the control file once (so a device made "down" starts down) and starts the
@@ -88,6 +92,7 @@ class EmuDevice {
     try {
       thread_ = std::thread([this] { run(); });
       ::pthread_setname_np(thread_.native_handle(), "ag-emu");
+      metrics::thread_count("emu").add(1);
     } catch (const std::system_error& e) {
       return Error{std::string("emu: cannot start the device thread: ") + e.what(),
                    e.code().value()};

@@ -11,6 +11,7 @@
 // so it only queues the op; the job starts from the loop (EventLoop::defer), outside any job.
 
 #include <openssl/async.h>
+#include <openssl/core_dispatch.h>
 #include <openssl/err.h>
 #include <openssl/provider.h>
 #include <poll.h>
@@ -18,6 +19,8 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "accelgate/common/log.h"
@@ -42,6 +45,34 @@ std::string openssl_errors() {
   return out.empty() ? "no OpenSSL error recorded" : out;
 }
 
+// provider_property returns the value of the `provider` property that |prov|'s algorithms
+// declare (qatprovider's say "provider=qatprovider"), or its name when none does. The two differ
+// for a provider loaded by path (the name is then the path), and a query for a value that no
+// algorithm declares picks any implementation: the default provider's as well as the vendor's.
+std::string provider_property(OSSL_PROVIDER* prov) {
+  constexpr std::string_view kKey = "provider=";
+  for (int operation : {OSSL_OP_SIGNATURE, OSSL_OP_KEYEXCH, OSSL_OP_ASYM_CIPHER, OSSL_OP_KEYMGMT}) {
+    int no_cache = 0;
+    const OSSL_ALGORITHM* algs = OSSL_PROVIDER_query_operation(prov, operation, &no_cache);
+    std::string value;
+    for (const OSSL_ALGORITHM* a = algs; a != nullptr && a->algorithm_names != nullptr; ++a) {
+      std::string_view props = a->property_definition != nullptr ? a->property_definition : "";
+      // A definition is a comma-separated list of name=value (OpenSSL's property(7)).
+      for (size_t pos = 0; pos < props.size() && value.empty();) {
+        size_t end = std::min(props.find(',', pos), props.size());
+        std::string_view item = props.substr(pos, end - pos);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        if (item.starts_with(kKey)) value = std::string(item.substr(kKey.size()));
+        pos = end + 1;
+      }
+      if (!value.empty()) break;
+    }
+    if (algs != nullptr) OSSL_PROVIDER_unquery_operation(prov, operation, algs);
+    if (!value.empty()) return value;
+  }
+  return OSSL_PROVIDER_get0_name(prov);
+}
+
 // VendorLibrary is the process-wide part: a library context with the vendor's provider and the
 // default one (for everything the vendor does not implement). Shared by every loop, and across
 // reloads while `crypto openssl:ID` stays the same (DeviceStore).
@@ -59,7 +90,7 @@ class VendorLibrary {
     }
     lib->default_ = OSSL_PROVIDER_load(lib->ctx_, "default");
     if (lib->default_ == nullptr) return Error{"cannot load the default provider"};
-    lib->propq_ = std::string("?provider=") + OSSL_PROVIDER_get0_name(lib->vendor_);
+    lib->propq_ = "?provider=" + provider_property(lib->vendor_);
     return lib;
   }
   ~VendorLibrary() {
@@ -119,6 +150,7 @@ struct Job {
   ASYNC_JOB* async_job = nullptr;
   ASYNC_WAIT_CTX* wait_ctx = nullptr;
   OpOutput output;
+  int ret = 0;  // job_main's answer, written by the ASYNC_start_job call that finishes the job
   bool ok = false;
   std::vector<int> fds;
 };
@@ -152,7 +184,9 @@ class OpensslEngine final : public Engine {
   }
 
   std::string_view name() const override { return "openssl"; }
-  bool accelerates(OpKind, int) const override { return true; }
+  // X25519 keygen is not offered: its output must be a key of the caller's default provider,
+  // which a LibraryFn cannot produce (the provider makes no LibraryFn for it).
+  bool accelerates(OpKind kind, int) const override { return kind != OpKind::kX25519Keygen; }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
     if (!op->has_library_fn()) return SubmitResult::kFailed;
@@ -185,10 +219,9 @@ class OpensslEngine final : public Engine {
 
   // run starts or resumes |job| (outside any other job).
   void run(Job& job) {
-    int ret = 0;
-    Job* arg = &job;
+    JobArg arg{&job};
     bool resuming = job.async_job != nullptr;
-    int rc = ASYNC_start_job(&job.async_job, job.wait_ctx, &ret, job_main, &arg, sizeof(arg));
+    int rc = ASYNC_start_job(&job.async_job, job.wait_ctx, &job.ret, job_main, &arg, sizeof(arg));
     if (resuming && rc != ASYNC_PAUSE) --paused_;
     switch (rc) {
       case ASYNC_PAUSE:
@@ -196,18 +229,27 @@ class OpensslEngine final : public Engine {
         watch(job);
         return;
       case ASYNC_FINISH:
-        job.ok = ret == 1;
+        job.ok = job.ret == 1;
         break;
       default:  // ASYNC_ERR, ASYNC_NO_JOBS
         job.ok = false;
         break;
     }
+    // The job ran on this thread's error queue: what a failed op left there (a vendor's error,
+    // an operation a LibraryFn refused) must not reach the next SSL_get_error of this loop.
+    // run() is only called from the loop, outside any TLS call.
+    ERR_clear_error();
     complete(job);
   }
 
  private:
+  // JobArg is what ASYNC_start_job copies into the job: the Job it works for.
+  struct JobArg {
+    Job* job;
+  };
+
   static int job_main(void* arg) {
-    Job* job = *static_cast<Job**>(arg);
+    Job* job = static_cast<JobArg*>(arg)->job;
     return job->op->compute_with_library(job->engine->lib_->ctx(), job->engine->lib_->propq(),
                                          &job->output)
                ? 1
@@ -301,10 +343,13 @@ class OpensslEngine final : public Engine {
     while (job.async_job != nullptr && Clock::now() < deadline) {
       std::vector<pollfd> fds;
       for (int fd : job.fds) fds.push_back({fd, POLLIN, 0});
-      if (!fds.empty()) ::poll(fds.data(), fds.size(), 10);
-      int ret = 0;
-      Job* arg = &job;
-      if (ASYNC_start_job(&job.async_job, job.wait_ctx, &ret, job_main, &arg, sizeof(arg)) !=
+      if (!fds.empty()) {
+        ::poll(fds.data(), fds.size(), 10);
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polled: do not spin
+      }
+      JobArg arg{&job};
+      if (ASYNC_start_job(&job.async_job, job.wait_ctx, &job.ret, job_main, &arg, sizeof(arg)) !=
           ASYNC_PAUSE) {
         job.async_job = nullptr;
       }

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "accelgate/common/metrics.h"
 #include "accelgate/offload/registry.h"
 #include "engines/completion_channel.h"
 #include "engines/engines.h"
@@ -81,6 +82,7 @@ class PoolDevice {
         // Named here rather than by the thread itself, so the name is there when start returns.
         std::string name = "ag-crypto-" + std::to_string(i);
         ::pthread_setname_np(threads_.back().native_handle(), name.c_str());
+        metrics::thread_count("crypto").add(1);
       }
     } catch (const std::system_error& e) {
       stop();
@@ -106,6 +108,7 @@ class PoolDevice {
     stopping_.store(true, std::memory_order_release);
     for (size_t i = 0; i < threads_.size(); ++i) work_.post();
     for (auto& t : threads_) t.join();
+    metrics::thread_count("crypto").add(-static_cast<int64_t>(threads_.size()));
     threads_.clear();
   }
 

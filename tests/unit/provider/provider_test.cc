@@ -1,0 +1,883 @@
+// The accelgate provider, in-process (load_builtin): every private operation of ours checked
+// against plain OpenSSL (the default provider in the default library context), with random keys
+// and messages, in the three ways an operation can wait: outside any async job (inline), inside
+// jobs on a worker-like thread with a current Dispatcher (each engine a parameter; woken by the
+// wait ctx callback or by the wait fd) and inside jobs on a thread without one (the standalone
+// driver of the module).
+
+#include "accelgate/provider/provider.h"
+
+#include <openssl/async.h>
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/provider.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <poll.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "accelgate/event/event_loop.h"
+#include "accelgate/offload/dispatcher.h"
+#include "gtest/gtest.h"
+#include "stats.h"
+
+namespace accelgate::provider {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+struct PkeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+struct CtxFree {
+  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
+};
+using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, CtxFree>;
+
+Bytes random_bytes(size_t min, size_t max) {
+  uint32_t r = 0;
+  RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof(r));
+  Bytes b(min + r % (max - min + 1));
+  if (!b.empty()) RAND_bytes(b.data(), static_cast<int>(b.size()));
+  return b;
+}
+
+// TestKey is one key as plain OpenSSL holds it and as our library context holds it (decoded
+// from PEM there, as the server loads its keys), with a peer of the same type for derivation.
+struct TestKey {
+  std::string name;
+  std::string type;  // "RSA", "EC", "X25519"
+  Pkey plain;
+  Pkey ours;
+  Pkey peer;  // plain; for EC and X25519
+};
+
+Pkey generate_plain(const std::string& type, int rsa_bits, const char* curve) {
+  if (type == "RSA") return Pkey(EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", size_t(rsa_bits)));
+  if (type == "EC") return Pkey(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", curve));
+  return Pkey(EVP_PKEY_Q_keygen(nullptr, nullptr, "X25519"));
+}
+
+Pkey reload_in(OSSL_LIB_CTX* ctx, EVP_PKEY* key) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+  Pkey out(PEM_read_bio_PrivateKey_ex(bio, nullptr, nullptr, nullptr, ctx, nullptr));
+  BIO_free(bio);
+  return out;
+}
+
+const char* provider_of(const EVP_PKEY* key) {
+  const OSSL_PROVIDER* p = EVP_PKEY_get0_provider(key);
+  return p == nullptr ? "(legacy)" : OSSL_PROVIDER_get0_name(p);
+}
+
+// ---- The checks, each one an operation of ours compared with plain OpenSSL. They return ""
+// when right, else what went wrong; they may run inside an async job.
+
+std::string verify_plain(EVP_PKEY* key, const char* md, int padding, const Bytes& msg,
+                         const Bytes& sig) {
+  EVP_MD_CTX* mctx = EVP_MD_CTX_new();
+  EVP_PKEY_CTX* pctx = nullptr;
+  int ok = EVP_DigestVerifyInit_ex(mctx, &pctx, md, nullptr, nullptr, key, nullptr);
+  if (ok == 1 && padding != 0) ok = EVP_PKEY_CTX_set_rsa_padding(pctx, padding);
+  if (ok == 1) ok = EVP_DigestVerify(mctx, sig.data(), sig.size(), msg.data(), msg.size());
+  EVP_MD_CTX_free(mctx);
+  return ok == 1 ? "" : "plain OpenSSL rejects our signature";
+}
+
+std::string check_digest_sign(OSSL_LIB_CTX* ctx, TestKey& k, const char* md, int padding) {
+  Bytes msg = random_bytes(0, 4096);
+  EVP_MD_CTX* mctx = EVP_MD_CTX_new();
+  EVP_PKEY_CTX* pctx = nullptr;
+  int ok = EVP_DigestSignInit_ex(mctx, &pctx, md, ctx, nullptr, k.ours.get(), nullptr);
+  if (ok == 1 && padding != 0) ok = EVP_PKEY_CTX_set_rsa_padding(pctx, padding);
+  if (ok == 1 && padding == RSA_PKCS1_PSS_PADDING) {
+    ok = EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST);
+  }
+  // In two parts, as TLS does not but other callers do.
+  size_t half = msg.size() / 2;
+  if (ok == 1) ok = EVP_DigestSignUpdate(mctx, msg.data(), half);
+  if (ok == 1) ok = EVP_DigestSignUpdate(mctx, msg.data() + half, msg.size() - half);
+  size_t len = 0;
+  if (ok == 1) ok = EVP_DigestSignFinal(mctx, nullptr, &len);
+  Bytes sig(len);
+  if (ok == 1) ok = EVP_DigestSignFinal(mctx, sig.data(), &len);
+  EVP_MD_CTX_free(mctx);
+  if (ok != 1) return std::string("EVP_DigestSign with ") + md + " failed";
+  sig.resize(len);
+  return verify_plain(k.plain.get(), md, padding, msg, sig);
+}
+
+std::string check_oneshot_sign(OSSL_LIB_CTX* ctx, TestKey& k) {
+  // EVP_DigestSign in one call, as libssl signs a handshake.
+  Bytes msg = random_bytes(1, 300);
+  EVP_MD_CTX* mctx = EVP_MD_CTX_new();
+  int ok = EVP_DigestSignInit_ex(mctx, nullptr, "SHA2-384", ctx, nullptr, k.ours.get(), nullptr);
+  size_t len = 0;
+  if (ok == 1) ok = EVP_DigestSign(mctx, nullptr, &len, msg.data(), msg.size());
+  Bytes sig(len);
+  if (ok == 1) ok = EVP_DigestSign(mctx, sig.data(), &len, msg.data(), msg.size());
+  EVP_MD_CTX_free(mctx);
+  if (ok != 1) return "one-shot EVP_DigestSign failed";
+  sig.resize(len);
+  return verify_plain(k.plain.get(), "SHA2-384", 0, msg, sig);
+}
+
+std::string check_pkey_sign(OSSL_LIB_CTX* ctx, TestKey& k) {
+  // EVP_PKEY_sign over a digest (openssl speed's way).
+  Bytes msg = random_bytes(1, 100);
+  unsigned char digest[32];
+  unsigned int dlen = 0;
+  EVP_Digest(msg.data(), msg.size(), digest, &dlen, EVP_sha256(), nullptr);
+  PkeyCtx c(EVP_PKEY_CTX_new_from_pkey(ctx, k.ours.get(), nullptr));
+  int ok = EVP_PKEY_sign_init(c.get());
+  if (ok == 1) ok = EVP_PKEY_CTX_set_signature_md(c.get(), EVP_sha256());
+  size_t len = 0;
+  if (ok == 1) ok = EVP_PKEY_sign(c.get(), nullptr, &len, digest, dlen);
+  Bytes sig(len);
+  if (ok == 1) ok = EVP_PKEY_sign(c.get(), sig.data(), &len, digest, dlen);
+  if (ok != 1) return "EVP_PKEY_sign failed";
+  sig.resize(len);
+  PkeyCtx v(EVP_PKEY_CTX_new(k.plain.get(), nullptr));
+  ok = EVP_PKEY_verify_init(v.get());
+  if (ok == 1) ok = EVP_PKEY_CTX_set_signature_md(v.get(), EVP_sha256());
+  if (ok == 1) ok = EVP_PKEY_verify(v.get(), sig.data(), sig.size(), digest, dlen);
+  return ok == 1 ? "" : "plain OpenSSL rejects our EVP_PKEY_sign signature";
+}
+
+std::string check_decrypt(OSSL_LIB_CTX* ctx, TestKey& k, int padding) {
+  Bytes plain = random_bytes(1, 48);
+  PkeyCtx e(EVP_PKEY_CTX_new(k.plain.get(), nullptr));
+  int ok = EVP_PKEY_encrypt_init(e.get());
+  if (ok == 1) ok = EVP_PKEY_CTX_set_rsa_padding(e.get(), padding);
+  size_t clen = 0;
+  if (ok == 1) ok = EVP_PKEY_encrypt(e.get(), nullptr, &clen, plain.data(), plain.size());
+  Bytes cipher(clen);
+  if (ok == 1) ok = EVP_PKEY_encrypt(e.get(), cipher.data(), &clen, plain.data(), plain.size());
+  if (ok != 1) return "plain encryption failed";
+  cipher.resize(clen);
+  PkeyCtx d(EVP_PKEY_CTX_new_from_pkey(ctx, k.ours.get(), nullptr));
+  ok = EVP_PKEY_decrypt_init(d.get());
+  if (ok == 1) ok = EVP_PKEY_CTX_set_rsa_padding(d.get(), padding);
+  size_t len = 0;
+  if (ok == 1) ok = EVP_PKEY_decrypt(d.get(), nullptr, &len, cipher.data(), cipher.size());
+  Bytes out(len);
+  if (ok == 1) ok = EVP_PKEY_decrypt(d.get(), out.data(), &len, cipher.data(), cipher.size());
+  if (ok != 1) return "our decryption failed";
+  out.resize(len);
+  return out == plain ? "" : "our decryption differs from the plaintext";
+}
+
+Bytes derive(OSSL_LIB_CTX* ctx, EVP_PKEY* key, EVP_PKEY* peer) {
+  PkeyCtx c(EVP_PKEY_CTX_new_from_pkey(ctx, key, nullptr));
+  size_t len = 0;
+  if (EVP_PKEY_derive_init(c.get()) != 1 || EVP_PKEY_derive_set_peer(c.get(), peer) != 1 ||
+      EVP_PKEY_derive(c.get(), nullptr, &len) != 1) {
+    return {};
+  }
+  Bytes out(len);
+  if (EVP_PKEY_derive(c.get(), out.data(), &len) != 1) return {};
+  out.resize(len);
+  return out;
+}
+
+// public_only returns a plain copy of |key|'s public half.
+Pkey public_only(EVP_PKEY* key) {
+  unsigned char* der = nullptr;
+  int n = i2d_PUBKEY(key, &der);
+  const unsigned char* p = der;
+  Pkey pub(d2i_PUBKEY(nullptr, &p, n));
+  OPENSSL_free(der);
+  return pub;
+}
+
+std::string check_derive(OSSL_LIB_CTX* ctx, TestKey& k) {
+  Pkey peer_pub = public_only(k.peer.get());
+  Pkey our_pub = public_only(k.plain.get());
+  Bytes ours = derive(ctx, k.ours.get(), peer_pub.get());
+  Bytes expected = derive(nullptr, k.peer.get(), our_pub.get());
+  if (ours.empty() || expected.empty()) return "derive failed";
+  return ours == expected ? "" : "our shared secret differs from OpenSSL's";
+}
+
+std::string check_x25519_keygen(OSSL_LIB_CTX* ctx, TestKey& k) {
+  Pkey generated(EVP_PKEY_Q_keygen(ctx, nullptr, "X25519"));
+  if (generated == nullptr) return "X25519 keygen failed";
+  if (std::strcmp(provider_of(generated.get()), "accelgate") != 0) return "keygen is not ours";
+  Pkey peer_pub = public_only(k.peer.get());
+  Pkey gen_pub = public_only(generated.get());
+  Bytes ours = derive(ctx, generated.get(), peer_pub.get());
+  Bytes expected = derive(nullptr, k.peer.get(), gen_pub.get());
+  if (ours.empty() || expected.empty()) return "derive with the generated key failed";
+  return ours == expected ? "" : "the generated key derives another secret";
+}
+
+// Check is one named check on one key; kinds lists the op kinds it makes.
+struct Check {
+  std::string name;
+  std::function<std::string(OSSL_LIB_CTX*)> run;
+  std::vector<std::string> kinds;
+};
+
+class ProviderTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ctx_ = OSSL_LIB_CTX_new();
+    ASSERT_NE(ctx_, nullptr);
+    Status st = load_builtin(ctx_);
+    ASSERT_TRUE(st.ok()) << st.error().message;
+    keys_ = new std::vector<TestKey>();
+    struct Spec {
+      const char* name;
+      const char* type;
+      int bits;
+      const char* curve;
+    };
+    for (Spec s : {Spec{"rsa2048", "RSA", 2048, nullptr}, Spec{"rsa3072", "RSA", 3072, nullptr},
+                   Spec{"rsa4096", "RSA", 4096, nullptr}, Spec{"p256", "EC", 0, "P-256"},
+                   Spec{"p384", "EC", 0, "P-384"}, Spec{"x25519", "X25519", 0, nullptr}}) {
+      TestKey k;
+      k.name = s.name;
+      k.type = s.type;
+      k.plain = generate_plain(s.type, s.bits, s.curve);
+      ASSERT_NE(k.plain, nullptr) << s.name;
+      k.ours = reload_in(ctx_, k.plain.get());
+      ASSERT_NE(k.ours, nullptr) << s.name;
+      if (k.type != "RSA") k.peer = generate_plain(s.type, s.bits, s.curve);
+      keys_->push_back(std::move(k));
+    }
+  }
+
+  static void TearDownTestSuite() {
+    delete keys_;
+    keys_ = nullptr;
+    unload_builtin(ctx_);
+    OSSL_LIB_CTX_free(ctx_);
+    ctx_ = nullptr;
+  }
+
+  // checks lists every check on every key.
+  static std::vector<Check> checks() {
+    std::vector<Check> all;
+    for (TestKey& k : *keys_) {
+      TestKey* key = &k;
+      if (k.type == "RSA") {
+        all.push_back({k.name + " PKCS#1 v1.5 SHA-256",
+                       [key](OSSL_LIB_CTX* c) {
+                         return check_digest_sign(c, *key, "SHA2-256", RSA_PKCS1_PADDING);
+                       },
+                       {"rsa_sign"}});
+        all.push_back({k.name + " PSS SHA-384",
+                       [key](OSSL_LIB_CTX* c) {
+                         return check_digest_sign(c, *key, "SHA2-384", RSA_PKCS1_PSS_PADDING);
+                       },
+                       {"rsa_sign"}});
+        all.push_back({k.name + " one-shot",
+                       [key](OSSL_LIB_CTX* c) { return check_oneshot_sign(c, *key); },
+                       {"rsa_sign"}});
+        all.push_back({k.name + " EVP_PKEY_sign",
+                       [key](OSSL_LIB_CTX* c) { return check_pkey_sign(c, *key); },
+                       {"rsa_sign"}});
+        all.push_back({k.name + " decrypt PKCS#1 v1.5",
+                       [key](OSSL_LIB_CTX* c) { return check_decrypt(c, *key, RSA_PKCS1_PADDING); },
+                       {"rsa_decrypt"}});
+        all.push_back(
+            {k.name + " decrypt OAEP",
+             [key](OSSL_LIB_CTX* c) { return check_decrypt(c, *key, RSA_PKCS1_OAEP_PADDING); },
+             {"rsa_decrypt"}});
+      } else if (k.type == "EC") {
+        all.push_back({k.name + " ECDSA SHA-256",
+                       [key](OSSL_LIB_CTX* c) { return check_digest_sign(c, *key, "SHA2-256", 0); },
+                       {"ecdsa_sign"}});
+        all.push_back({k.name + " one-shot",
+                       [key](OSSL_LIB_CTX* c) { return check_oneshot_sign(c, *key); },
+                       {"ecdsa_sign"}});
+        all.push_back({k.name + " ECDH",
+                       [key](OSSL_LIB_CTX* c) { return check_derive(c, *key); },
+                       {"ecdh_derive"}});
+      } else {
+        all.push_back({k.name + " derive",
+                       [key](OSSL_LIB_CTX* c) { return check_derive(c, *key); },
+                       {"x25519_derive"}});
+        all.push_back({k.name + " keygen",
+                       [key](OSSL_LIB_CTX* c) { return check_x25519_keygen(c, *key); },
+                       {"x25519_keygen", "x25519_derive"}});
+      }
+    }
+    return all;
+  }
+
+  static OSSL_LIB_CTX* ctx_;
+  static std::vector<TestKey>* keys_;
+};
+
+OSSL_LIB_CTX* ProviderTest::ctx_ = nullptr;
+std::vector<TestKey>* ProviderTest::keys_ = nullptr;
+
+// count_of reads one "op engine" counter.
+uint64_t count_of(const std::string& kind, const std::string& engine) {
+  auto counts = op_counts();
+  auto it = counts.find(kind + " " + engine);
+  return it == counts.end() ? 0 : it->second;
+}
+
+// expect_counted checks that every kind of |checks| was counted on |engine| since |before|.
+void expect_counted(const std::vector<Check>& checks, const std::map<std::string, uint64_t>& before,
+                    const std::string& engine) {
+  for (const Check& c : checks) {
+    for (const std::string& kind : c.kinds) {
+      auto it = before.find(kind + " " + engine);
+      uint64_t was = it == before.end() ? 0 : it->second;
+      EXPECT_GT(count_of(kind, engine), was) << kind << " never ran on " << engine;
+    }
+  }
+}
+
+TEST_F(ProviderTest, OurKeyManagersWin) {
+  // Keys made in our library context belong to our key managers. (Keys decoded from PEM stay
+  // with the default provider's decoder's key manager; each operation exports them to ours, which
+  // the op counts of the other tests show.)
+  Pkey rsa(EVP_PKEY_Q_keygen(ctx_, nullptr, "RSA", size_t(2048)));
+  Pkey ec(EVP_PKEY_Q_keygen(ctx_, nullptr, "EC", "P-384"));
+  Pkey x(EVP_PKEY_Q_keygen(ctx_, nullptr, "X25519"));
+  ASSERT_TRUE(rsa && ec && x);
+  EXPECT_STREQ(provider_of(rsa.get()), "accelgate");
+  EXPECT_STREQ(provider_of(ec.get()), "accelgate");
+  EXPECT_STREQ(provider_of(x.get()), "accelgate");
+  EXPECT_EQ(EVP_PKEY_get_bits(rsa.get()), 2048);
+  EXPECT_EQ(EVP_PKEY_get_bits(ec.get()), 384);
+  // And they work with plain OpenSSL: a signature by our generated key verifies there.
+  TestKey k;
+  k.type = "RSA";
+  k.ours = std::move(rsa);
+  k.plain = reload_in(nullptr, k.ours.get());
+  ASSERT_NE(k.plain, nullptr);
+  EXPECT_EQ(check_digest_sign(ctx_, k, "SHA2-256", RSA_PKCS1_PSS_PADDING), "");
+}
+
+TEST_F(ProviderTest, InlineOutsideJobs) {
+  auto before = op_counts();
+  std::vector<Check> all = checks();
+  for (const Check& c : all) EXPECT_EQ(c.run(ctx_), "") << c.name;
+  expect_counted(all, before, "inline");
+}
+
+TEST_F(ProviderTest, DefaultStillServesTheRest) {
+  // Digests and ciphers of our library context come from the default provider.
+  unsigned char md[32];
+  unsigned int len = 0;
+  EVP_MD* sha256 = EVP_MD_fetch(ctx_, "SHA2-256", nullptr);
+  ASSERT_NE(sha256, nullptr);
+  ASSERT_EQ(EVP_Digest("abc", 3, md, &len, sha256, nullptr), 1);
+  EVP_MD_free(sha256);
+  const unsigned char kAbc[] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40,
+                                0xde, 0x5d, 0xae, 0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17,
+                                0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+  EXPECT_EQ(std::memcmp(md, kAbc, 32), 0);
+
+  EVP_CIPHER* gcm = EVP_CIPHER_fetch(ctx_, "AES-128-GCM", nullptr);
+  ASSERT_NE(gcm, nullptr);
+  Bytes key = random_bytes(16, 16), iv = random_bytes(12, 12), msg = random_bytes(1, 1000);
+  Bytes ct(msg.size()), pt(msg.size());
+  unsigned char tag[16];
+  int n = 0;
+  EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
+  ASSERT_EQ(EVP_EncryptInit_ex2(c, gcm, key.data(), iv.data(), nullptr), 1);
+  ASSERT_EQ(EVP_EncryptUpdate(c, ct.data(), &n, msg.data(), int(msg.size())), 1);
+  ASSERT_EQ(EVP_EncryptFinal_ex(c, ct.data() + n, &n), 1);
+  ASSERT_EQ(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, 16, tag), 1);
+  ASSERT_EQ(EVP_DecryptInit_ex2(c, gcm, key.data(), iv.data(), nullptr), 1);
+  ASSERT_EQ(EVP_DecryptUpdate(c, pt.data(), &n, ct.data(), int(ct.size())), 1);
+  ASSERT_EQ(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_SET_TAG, 16, tag), 1);
+  EXPECT_EQ(EVP_DecryptFinal_ex(c, pt.data() + n, &n), 1);
+  EXPECT_EQ(pt, msg);
+  EVP_CIPHER_CTX_free(c);
+  EVP_CIPHER_free(gcm);
+
+  // Ed25519 is not ours: the default provider signs with it.
+  Pkey ed(EVP_PKEY_Q_keygen(ctx_, nullptr, "ED25519"));
+  ASSERT_NE(ed, nullptr);
+  EXPECT_STREQ(provider_of(ed.get()), "default");
+}
+
+// handshake runs one TLS handshake between a server whose SSL_CTX lives in our library context
+// (as the server's does) and a plain client, over memory BIOs, with |version| and |group|.
+// Returns "" when it completes with that group.
+std::string handshake(OSSL_LIB_CTX* ctx, TestKey& k, int version, const char* group) {
+  // A self-signed certificate for the plain key.
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+  X509_set_issuer_name(cert, X509_get_subject_name(cert));
+  X509_set_pubkey(cert, k.plain.get());
+  X509_sign(cert, k.plain.get(), EVP_sha256());
+
+  SSL_CTX* sctx = SSL_CTX_new_ex(ctx, nullptr, TLS_server_method());
+  SSL_CTX* cctx = SSL_CTX_new(TLS_client_method());
+  std::string why;
+  if (SSL_CTX_use_certificate(sctx, cert) != 1 || SSL_CTX_use_PrivateKey(sctx, k.ours.get()) != 1) {
+    why = "cannot set the server key";
+  }
+  for (SSL_CTX* c : {sctx, cctx}) {
+    SSL_CTX_set_min_proto_version(c, version);
+    SSL_CTX_set_max_proto_version(c, version);
+    if (SSL_CTX_set1_groups_list(c, group) != 1) why = std::string("unknown group ") + group;
+  }
+  SSL* server = SSL_new(sctx);
+  SSL* client = SSL_new(cctx);
+  BIO* server_bio = nullptr;
+  BIO* client_bio = nullptr;
+  BIO_new_bio_pair(&server_bio, 0, &client_bio, 0);
+  SSL_set_bio(server, server_bio, server_bio);
+  SSL_set_bio(client, client_bio, client_bio);
+  SSL_set_accept_state(server);
+  SSL_set_connect_state(client);
+  bool server_done = false, client_done = false;
+  for (int round = 0; why.empty() && round < 20 && !(server_done && client_done); ++round) {
+    if (!client_done) {
+      int r = SSL_do_handshake(client);
+      client_done = r == 1;
+      if (r != 1 && SSL_get_error(client, r) != SSL_ERROR_WANT_READ) why = "client failed";
+    }
+    if (!server_done && why.empty()) {
+      int r = SSL_do_handshake(server);
+      server_done = r == 1;
+      if (r != 1 && SSL_get_error(server, r) != SSL_ERROR_WANT_READ) why = "server failed";
+    }
+  }
+  if (why.empty() && !(server_done && client_done)) why = "the handshake did not finish";
+  int nid = std::strcmp(group, "X25519") == 0  ? NID_X25519
+            : std::strcmp(group, "P-256") == 0 ? NID_X9_62_prime256v1
+                                               : NID_secp384r1;
+  if (why.empty() && SSL_get_negotiated_group(server) != nid) {
+    why = "another group was negotiated";
+  }
+  if (!why.empty()) {
+    unsigned long e = ERR_peek_error();
+    char text[256] = "";
+    ERR_error_string_n(e, text, sizeof(text));
+    why += std::string(": ") + text;
+    ERR_clear_error();
+  }
+  SSL_free(server);
+  SSL_free(client);
+  SSL_CTX_free(sctx);
+  SSL_CTX_free(cctx);
+  X509_free(cert);
+  return why;
+}
+
+TEST_F(ProviderTest, TlsHandshakesUseOurGroups) {
+  // libssl keeps a TLS group only when the key manager it fetches for it is the provider's that
+  // announced the group; ours win the fetch, so ours must announce EC and X25519 groups too.
+  auto before = op_counts();
+  TestKey& rsa = (*keys_)[0];
+  for (int version : {TLS1_2_VERSION, TLS1_3_VERSION}) {
+    for (const char* group : {"X25519", "P-256", "P-384"}) {
+      EXPECT_EQ(handshake(ctx_, rsa, version, group), "")
+          << group << (version == TLS1_3_VERSION ? " TLS 1.3" : " TLS 1.2");
+    }
+  }
+  EXPECT_GT(count_of("rsa_sign", "inline"), before["rsa_sign inline"]);
+  EXPECT_GT(count_of("ecdh_derive", "inline"), before["ecdh_derive inline"]);
+  EXPECT_GT(count_of("x25519_derive", "inline"), before["x25519_derive inline"]);
+  EXPECT_GT(count_of("x25519_keygen", "inline"), before["x25519_keygen inline"]);
+}
+
+// ---- Inside async jobs.
+
+int job_main(void* arg) {
+  auto* fn = *static_cast<std::function<bool()>**>(arg);
+  return (*fn)() ? 1 : 0;
+}
+
+// StopLoop stops a loop when a wait fd becomes readable.
+class StopLoop final : public event::IoHandler {
+ public:
+  explicit StopLoop(event::EventLoop* loop) : loop_(loop) {}
+  void on_io(uint32_t) override { loop_->stop(); }
+
+ private:
+  event::EventLoop* loop_;
+};
+
+// run_job_on_loop runs |fn| in an async job on this thread, which has |loop| and a current
+// dispatcher; while the job waits it runs the loop until the completion wakes the job, through
+// the wait ctx's callback (|callback|) or its wait fd. Returns |fn|'s answer; *paused says
+// whether the job paused at least once.
+bool run_job_on_loop(event::EventLoop* loop, bool callback, std::function<bool()> fn, int* pauses) {
+  ASYNC_WAIT_CTX* wait_ctx = ASYNC_WAIT_CTX_new();
+  if (callback) {
+    ASYNC_WAIT_CTX_set_callback(
+        wait_ctx,
+        [](void* arg) {
+          static_cast<event::EventLoop*>(arg)->stop();
+          return 1;
+        },
+        loop);
+  }
+  StopLoop stopper(loop);
+  int watched_fd = -1;
+  ASYNC_JOB* job = nullptr;
+  int ret = 0;
+  std::function<bool()>* fn_ptr = &fn;
+  bool ok = false;
+  for (;;) {
+    int r = ASYNC_start_job(&job, wait_ctx, &ret, job_main, &fn_ptr, sizeof(fn_ptr));
+    if (r == ASYNC_FINISH) {
+      ok = ret == 1;
+      break;
+    }
+    if (r != ASYNC_PAUSE) break;
+    ++*pauses;
+    if (!callback && watched_fd < 0) {
+      size_t n = 0;
+      ASYNC_WAIT_CTX_get_all_fds(wait_ctx, nullptr, &n);
+      if (n != 1) break;
+      OSSL_ASYNC_FD fd = -1;
+      ASYNC_WAIT_CTX_get_all_fds(wait_ctx, &fd, &n);
+      if (!loop->add_readable(fd, &stopper).ok()) break;
+      watched_fd = fd;
+    }
+    loop->run();
+  }
+  if (watched_fd >= 0) loop->remove(watched_fd);
+  ASYNC_WAIT_CTX_free(wait_ctx);
+  return ok;
+}
+
+struct ServerModeCase {
+  const char* engine;
+  bool callback;
+};
+
+void PrintTo(const ServerModeCase& c, std::ostream* os) {
+  *os << c.engine << (c.callback ? " woken by callback" : " woken by wait fd");
+}
+
+class ServerModeTest : public ProviderTest, public ::testing::WithParamInterface<ServerModeCase> {};
+
+TEST_P(ServerModeTest, MatchesOpenSsl) {
+  const ServerModeCase param = GetParam();
+  std::vector<Check> all = checks();
+  auto before = op_counts();
+  std::thread worker([&] {
+    auto loop = event::EventLoop::create();
+    ASSERT_TRUE(loop.ok());
+    config::OffloadSettings settings;
+    settings.crypto = param.engine;
+    settings.fallback = false;  // a result must come from the engine under test
+    settings.op_timeout = std::chrono::milliseconds(10000);
+    settings.emu.latency = std::chrono::microseconds(300);
+    auto dispatcher = offload::Dispatcher::create(loop->get(), settings);
+    ASSERT_TRUE(dispatcher.ok()) << dispatcher.error().message;
+    (*dispatcher)->make_current();
+    int pauses = 0;
+    for (const Check& c : all) {
+      std::string why;
+      bool ok = run_job_on_loop(
+          loop->get(), param.callback,
+          [&] {
+            why = c.run(ctx_);
+            return why.empty();
+          },
+          &pauses);
+      EXPECT_TRUE(ok) << c.name << ": " << why;
+    }
+    // sw computes inside submit; the others complete later and so pause the job.
+    if (std::string(param.engine) != "sw") {
+      EXPECT_GT(pauses, 0);
+    }
+    dispatcher->reset();
+    OPENSSL_thread_stop();
+  });
+  worker.join();
+  expect_counted(all, before, param.engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, ServerModeTest,
+                         ::testing::Values(ServerModeCase{"sw", true}, ServerModeCase{"pool", true},
+                                           ServerModeCase{"pool", false},
+                                           ServerModeCase{"emu", true},
+                                           ServerModeCase{"emu", false}),
+                         [](const auto& info) {
+                           return std::string(info.param.engine) +
+                                  (info.param.callback ? "_callback" : "_fd");
+                         });
+
+// ---- LibraryFns: every op that produces bytes also carries a LibraryFn, which redoes it in
+// another library context (the `openssl` engine's). Here that context is a fresh one with only
+// the default provider, and the engine is a test engine that calls compute_with_library itself.
+
+// LibraryEngine computes every op through its LibraryFn in |libctx| with no property query,
+// inside submit (kDone). It keeps the ops it served, for reruns after their callers are gone,
+// and the kinds of the ops it could not serve. Used on one thread.
+class LibraryEngine final : public offload::Engine {
+ public:
+  struct Served {
+    offload::OpRef op;
+    Bytes first;  // the output of the run that served the op
+  };
+
+  explicit LibraryEngine(OSSL_LIB_CTX* libctx) : libctx_(libctx) {}
+  std::string_view name() const override { return "library"; }
+  bool accelerates(offload::OpKind, int) const override { return true; }
+  offload::SubmitResult submit(const offload::OpRef& op, uint64_t,
+                               offload::OpOutput* out) override {
+    std::string kind(offload::op_kind_name(op->kind()));
+    if (!op->has_library_fn()) {
+      without_fn_.push_back(kind);
+      return offload::SubmitResult::kFailed;
+    }
+    if (!op->compute_with_library(libctx_, nullptr, out)) {
+      failed_.push_back(kind);
+      ERR_clear_error();
+      return offload::SubmitResult::kFailed;
+    }
+    served_.push_back({op, out->bytes});
+    return offload::SubmitResult::kDone;
+  }
+
+  const std::vector<Served>& served() const { return served_; }
+  const std::vector<std::string>& without_fn() const { return without_fn_; }
+  const std::vector<std::string>& failed() const { return failed_; }
+
+ private:
+  OSSL_LIB_CTX* libctx_;
+  std::vector<Served> served_;
+  std::vector<std::string> without_fn_;
+  std::vector<std::string> failed_;
+};
+
+// LibraryRun is a worker-like thread whose dispatcher's only engine is a LibraryEngine over a
+// fresh library context with the default provider (fallback off: a result comes from it).
+class LibraryRun {
+ public:
+  LibraryRun() {
+    libctx_ = OSSL_LIB_CTX_new();
+    if (libctx_ != nullptr) default_ = OSSL_PROVIDER_load(libctx_, "default");
+  }
+  ~LibraryRun() {
+    if (default_ != nullptr) OSSL_PROVIDER_unload(default_);
+    OSSL_LIB_CTX_free(libctx_);
+  }
+  LibraryRun(const LibraryRun&) = delete;
+  LibraryRun& operator=(const LibraryRun&) = delete;
+
+  // run calls |body| on a new thread with a current dispatcher, then |after| there once the
+  // dispatcher is gone (the engine's ops are then held by the engine's copy of them only).
+  void run(const std::function<void(event::EventLoop*, LibraryEngine*)>& body,
+           const std::function<void(const std::vector<LibraryEngine::Served>&)>& after) {
+    ASSERT_NE(default_, nullptr);
+    std::thread worker([&] {
+      auto loop = event::EventLoop::create();
+      ASSERT_TRUE(loop.ok());
+      config::OffloadSettings settings;
+      settings.fallback = false;
+      std::vector<std::unique_ptr<offload::Engine>> engines;
+      auto engine = std::make_unique<LibraryEngine>(libctx_);
+      LibraryEngine* library = engine.get();
+      engines.push_back(std::move(engine));
+      auto dispatcher =
+          offload::Dispatcher::create_with_engines(loop->get(), settings, std::move(engines));
+      dispatcher->make_current();
+      body(loop->get(), library);
+      std::vector<LibraryEngine::Served> served = library->served();
+      dispatcher.reset();
+      after(served);
+      OPENSSL_thread_stop();
+    });
+    worker.join();
+  }
+
+ private:
+  OSSL_LIB_CTX* libctx_ = nullptr;
+  OSSL_PROVIDER* default_ = nullptr;
+};
+
+TEST_F(ProviderTest, LibraryFnsMatchOpenSsl) {
+  std::vector<Check> all;
+  for (Check& c : checks()) {
+    if (c.kinds.front() != "x25519_keygen") all.push_back(std::move(c));
+  }
+  auto before = op_counts();
+  LibraryRun library;
+  library.run(
+      [&](event::EventLoop* loop, LibraryEngine* engine) {
+        int pauses = 0;
+        for (const Check& c : all) {
+          std::string why;
+          bool ok = run_job_on_loop(
+              loop, true,
+              [&] {
+                why = c.run(ctx_);
+                return why.empty();
+              },
+              &pauses);
+          EXPECT_TRUE(ok) << c.name << ": " << why;
+        }
+        EXPECT_EQ(engine->without_fn(), std::vector<std::string>{});
+        EXPECT_EQ(engine->failed(), std::vector<std::string>{});
+      },
+      [](const std::vector<LibraryEngine::Served>& served) {
+        // Every caller has returned and freed its contexts: a LibraryFn holds all it needs (an
+        // engine may run it late). Decryption and derivation give the same bytes again.
+        std::set<std::string> kinds;
+        for (const LibraryEngine::Served& s : served) {
+          std::string kind(offload::op_kind_name(s.op->kind()));
+          kinds.insert(kind);
+          OSSL_LIB_CTX* fresh = OSSL_LIB_CTX_new();
+          OSSL_PROVIDER* def = OSSL_PROVIDER_load(fresh, "default");
+          offload::OpOutput again;
+          EXPECT_TRUE(s.op->compute_with_library(fresh, nullptr, &again)) << kind;
+          if (kind != "rsa_sign" && kind != "ecdsa_sign") {
+            EXPECT_EQ(again.bytes, s.first) << kind;
+          }
+          EXPECT_FALSE(again.bytes.empty()) << kind;
+          OSSL_PROVIDER_unload(def);
+          OSSL_LIB_CTX_free(fresh);
+        }
+        EXPECT_EQ(kinds, (std::set<std::string>{"rsa_sign", "rsa_decrypt", "ecdsa_sign",
+                                                "ecdh_derive", "x25519_derive"}));
+      });
+  expect_counted(all, before, "library");
+}
+
+TEST_F(ProviderTest, NoLibraryFnForKeygenOrKdf) {
+  // X25519 keygen must produce a key of our default provider: no LibraryFn. ECDH with a KDF is
+  // not TLS's, and its parameters are not carried: no LibraryFn either. Both fail on an engine
+  // that needs one (fallback off here), and both work in software.
+  TestKey* x25519 = nullptr;
+  TestKey* p256 = nullptr;
+  for (TestKey& k : *keys_) {
+    if (k.name == "x25519") x25519 = &k;
+    if (k.name == "p256") p256 = &k;
+  }
+  ASSERT_TRUE(x25519 != nullptr && p256 != nullptr);
+  auto kdf_derive = [&]() -> Bytes {
+    Pkey peer_pub = public_only(p256->peer.get());
+    PkeyCtx c(EVP_PKEY_CTX_new_from_pkey(ctx_, p256->ours.get(), nullptr));
+    size_t len = 32;
+    Bytes out(len);
+    if (EVP_PKEY_derive_init(c.get()) != 1 ||
+        EVP_PKEY_derive_set_peer(c.get(), peer_pub.get()) != 1 ||
+        EVP_PKEY_CTX_set_ecdh_kdf_type(c.get(), EVP_PKEY_ECDH_KDF_X9_63) != 1 ||
+        EVP_PKEY_CTX_set_ecdh_kdf_md(c.get(), EVP_sha256()) != 1 ||
+        EVP_PKEY_CTX_set_ecdh_kdf_outlen(c.get(), 32) != 1 ||
+        EVP_PKEY_derive(c.get(), out.data(), &len) != 1) {
+      ERR_clear_error();
+      return {};
+    }
+    out.resize(len);
+    return out;
+  };
+  EXPECT_EQ(kdf_derive().size(), 32U);  // outside a job: software
+  EXPECT_EQ(check_x25519_keygen(ctx_, *x25519), "");
+
+  LibraryRun library;
+  library.run(
+      [&](event::EventLoop* loop, LibraryEngine* engine) {
+        int pauses = 0;
+        EXPECT_FALSE(run_job_on_loop(
+            loop, true, [&] { return check_x25519_keygen(ctx_, *x25519).empty(); }, &pauses));
+        EXPECT_FALSE(run_job_on_loop(
+            loop, true, [&] { return !kdf_derive().empty(); }, &pauses));
+        ERR_clear_error();
+        EXPECT_EQ(engine->without_fn(), (std::vector<std::string>{"x25519_keygen", "ecdh_derive"}));
+        EXPECT_EQ(engine->failed(), std::vector<std::string>{});
+      },
+      [](const std::vector<LibraryEngine::Served>&) {});
+}
+
+// run_job_standalone runs |fn| in an async job on a thread without a dispatcher, waiting as
+// `openssl speed` does (poll on the wait fd) or, with |callback|, for the wait ctx callback
+// (which comes from the driver thread).
+bool run_job_standalone(bool callback, std::function<bool()> fn) {
+  struct Wake {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool woken = false;
+  } wake;
+  ASYNC_WAIT_CTX* wait_ctx = ASYNC_WAIT_CTX_new();
+  if (callback) {
+    ASYNC_WAIT_CTX_set_callback(
+        wait_ctx,
+        [](void* arg) {
+          auto* w = static_cast<Wake*>(arg);
+          std::lock_guard lock(w->mutex);
+          w->woken = true;
+          w->cv.notify_one();
+          return 1;
+        },
+        &wake);
+  }
+  ASYNC_JOB* job = nullptr;
+  int ret = 0;
+  std::function<bool()>* fn_ptr = &fn;
+  bool ok = false;
+  for (;;) {
+    int r = ASYNC_start_job(&job, wait_ctx, &ret, job_main, &fn_ptr, sizeof(fn_ptr));
+    if (r == ASYNC_FINISH) {
+      ok = ret == 1;
+      break;
+    }
+    if (r != ASYNC_PAUSE) break;
+    if (callback) {
+      std::unique_lock lock(wake.mutex);
+      wake.cv.wait(lock, [&] { return wake.woken; });
+      wake.woken = false;
+    } else {
+      OSSL_ASYNC_FD fd = -1;
+      size_t n = 1;
+      if (ASYNC_WAIT_CTX_get_all_fds(wait_ctx, &fd, &n) != 1 || n != 1) break;
+      pollfd p{fd, POLLIN, 0};
+      ::poll(&p, 1, 10000);
+    }
+  }
+  ASYNC_WAIT_CTX_free(wait_ctx);
+  return ok;
+}
+
+TEST_F(ProviderTest, StandaloneDriver) {
+  // The driver is process-wide and reads its settings once, on first use.
+  setenv("ACCELGATE_CRYPTO", "pool", 1);
+  std::vector<Check> all = checks();
+  auto before = op_counts();
+  for (bool callback : {false, true}) {
+    std::thread app([&] {
+      for (const Check& c : all) {
+        std::string why;
+        bool ok = run_job_standalone(callback, [&] {
+          why = c.run(ctx_);
+          return why.empty();
+        });
+        EXPECT_TRUE(ok) << c.name << (callback ? " (callback): " : " (fd): ") << why;
+      }
+      OPENSSL_thread_stop();
+    });
+    app.join();
+  }
+  expect_counted(all, before, "pool");
+}
+
+}  // namespace
+}  // namespace accelgate::provider
