@@ -8,21 +8,27 @@
 # reported with requests/s beside it. Cases: RSA-2048 and ECDSA P-256 certificates, TLS 1.2
 # (ECDHE-RSA/ECDSA-AES256-GCM-SHA384) and TLS 1.3. Runs alternate; medians are printed.
 #
-# Usage: bench/handshake.sh [--runs N] [--duration SECONDS] [--connections N] [--engine NAME]
-# (--engine is reserved for the offload issue; today every handshake is computed in software.)
+# Usage: bench/handshake.sh [--runs N] [--duration SECONDS] [--connections N] [--engine LIST]
+#
+# --engine NAME (an `offload { crypto NAME; }` value: off, sw, pool, emu, auto...) runs accelgate
+# with that engine against nginx. --engine A,B,... compares accelgate with each engine instead
+# (no nginx): every engine's CPU ms per 1000 handshakes (= CPU µs per handshake, all threads of
+# the process, pool threads included), its requests/s, and its cost against the first engine
+# (e.g. --engine off,sw,pool: the framework's own cost with sw, and the pool's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS=3
 DURATION=8
 CONNECTIONS=20
+ENGINES=auto
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) RUNS=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --connections) CONNECTIONS=$2; shift 2 ;;
-    --engine) echo "handshake.sh: --engine needs the offload framework (issue 4)" >&2; exit 2 ;;
-    *) echo "usage: $0 [--runs N] [--duration S] [--connections N]" >&2; exit 2 ;;
+    --engine) ENGINES=$2; shift 2 ;;
+    *) echo "usage: $0 [--runs N] [--duration S] [--connections N] [--engine LIST]" >&2; exit 2 ;;
   esac
 done
 
@@ -55,23 +61,95 @@ server_block() {
 CONF
 }
 
+# accelgate_conf FILE PORT KEYTYPE PROTOCOL ENGINE: an accelgate config with that engine.
+accelgate_conf() {
+  local file=$1 port=$2 key=$3 proto=$4 engine=$5
+  cat > "$file" <<CONF
+worker_processes 1;
+pid var/accelgate-$port.pid;
+error_log var/error-$port.log error;
+events { worker_connections 1024; }
+offload { crypto $engine; pool_threads 1; }
+http {
+    include mime.types;
+    access_log off;
+$(server_block "$port" "$key" "$proto")
+}
+CONF
+}
+
+measure() {  # measure PID PORT -> "cpu_ms_per_1000 rps"
+  local before after out reqs
+  before=$(cpu_seconds "$1")
+  out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H 'Connection: close' \
+    "https://127.0.0.1:$2/index.html")
+  after=$(cpu_seconds "$1")
+  reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
+  if echo "$out" | grep -q 'Socket errors'; then echo "$out" | grep 'Socket errors' >&2; fi
+  if echo "$out" | grep -q 'Non-2xx'; then echo "$out" | grep 'Non-2xx' >&2; fi
+  awk -v b="$before" -v a="$after" -v n="$reqs" -v d="$DURATION" \
+    'BEGIN { printf "%.3f %.0f\n", (a - b) * 1000 / n * 1000, n / d }'
+}
+
+# run_engines KEYTYPE PROTOCOL: one accelgate per engine of ENGINES, alternating wrk runs.
+run_engines() {
+  local key=$1 proto=$2 engines i
+  IFS=, read -r -a engines <<< "$ENGINES"
+  local ports=() pids=()
+  PIDS=()
+  for e in "${engines[@]}"; do
+    local port
+    port=$(free_port)
+    accelgate_conf "$WORK/conf/ag-$e.conf" "$port" "$key" "$proto" "$e"
+    start_pinned 0 ./build/accelgate -p "$WORK" -c "conf/ag-$e.conf"
+    ports+=("$port")
+    pids+=("${PIDS[-1]}")
+  done
+  sleep 1
+  check_started
+  for i in "${!engines[@]}"; do curl -skf -o /dev/null "https://127.0.0.1:${ports[$i]}/"; done
+  declare -A ms rps
+  for _ in $(seq 1 "$RUNS"); do
+    for i in "${!engines[@]}"; do
+      read -r c r <<< "$(measure "${pids[$i]}" "${ports[$i]}")"
+      ms[$i]+="$c "
+      rps[$i]+="$r "
+    done
+  done
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  local base
+  base=$(median ${ms[0]})
+  for i in "${!engines[@]}"; do
+    local m
+    m=$(median ${ms[$i]})
+    printf '%-6s %-8s %-8s %12s %10s %+10.1f %9s\n' "$key" "$proto" "${engines[$i]}" "$m" \
+      "$(median ${rps[$i]})" "$(awk -v a="$m" -v b="$base" 'BEGIN { print a - b }')" \
+      "$(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.3f", b / a }')"
+  done
+}
+
+if [[ "$ENGINES" == *,* ]]; then
+  printf '%-6s %-8s %-8s %12s %10s %10s %9s\n' cert proto engine "ms/1000" "req/s" \
+    "+us/hs" "vs first"
+  for key in rsa ec; do
+    for proto in TLSv1.2 TLSv1.3; do
+      run_engines "$key" "$proto"
+    done
+  done
+  echo "ms/1000: accelgate CPU milliseconds (all threads) per 1000 full handshakes = CPU us per"
+  echo "handshake (median of $RUNS runs of ${DURATION}s); +us/hs: CPU us per handshake more than"
+  echo "the first engine; vs first: handshakes per CPU second / the first engine's (1 = same)"
+  exit 0
+fi
+
 # run_case KEYTYPE PROTOCOL: starts both servers, alternates wrk runs, prints one table row.
 run_case() {
   local key=$1 proto=$2
   local port_ag port_ngx
   port_ag=$(free_port)
   port_ngx=$(free_port)
-  cat > "$WORK/conf/accelgate.conf" <<CONF
-worker_processes 1;
-pid var/accelgate.pid;
-error_log var/error.log error;
-events { worker_connections 1024; }
-http {
-    include mime.types;
-    access_log off;
-$(server_block "$port_ag" "$key" "$proto")
-}
-CONF
+  accelgate_conf "$WORK/conf/accelgate.conf" "$port_ag" "$key" "$proto" "$ENGINES"
   cat > "$WORK/nginx/nginx.conf" <<CONF
 worker_processes 1;
 pid $WORK/nginx/nginx.pid;
@@ -93,17 +171,6 @@ CONF
   curl -skf -o /dev/null "https://127.0.0.1:$port_ngx/"
 
   local ms_ag=() ms_ngx=() rps_ag=() rps_ngx=()
-  measure() {  # measure PID PORT -> "cpu_ms_per_1000 rps"
-    local before after out reqs
-    before=$(cpu_seconds "$1")
-    out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H 'Connection: close' \
-      "https://127.0.0.1:$2/index.html")
-    after=$(cpu_seconds "$1")
-    reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
-    if echo "$out" | grep -q 'Socket errors'; then echo "$out" | grep 'Socket errors' >&2; fi
-    awk -v b="$before" -v a="$after" -v n="$reqs" -v d="$DURATION" \
-      'BEGIN { printf "%.3f %.0f\n", (a - b) * 1000 / n * 1000, n / d }'
-  }
   for _ in $(seq 1 "$RUNS"); do
     read -r c r <<< "$(measure "$pid_ag" "$port_ag")"
     ms_ag+=("$c"); rps_ag+=("$r")
@@ -129,3 +196,4 @@ for key in rsa ec; do
 done
 echo "ms/1000: server CPU milliseconds per 1000 full handshakes (median of $RUNS runs of ${DURATION}s);"
 echo "capacity: accelgate's handshakes per CPU second / nginx's (>1: accelgate does more per core)"
+echo "accelgate engine: crypto $ENGINES"

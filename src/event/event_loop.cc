@@ -132,7 +132,15 @@ bool EventLoop::run_deferred() {
   return ran;
 }
 
+namespace {
+thread_local EventLoop* t_running = nullptr;
+}  // namespace
+
+EventLoop* EventLoop::running_on_this_thread() { return t_running; }
+
 void EventLoop::run() {
+  EventLoop* outer = t_running;
+  t_running = this;
   stopping_ = false;
   epoll_event events[kMaxEvents];
   while (!stopping_) {
@@ -173,6 +181,7 @@ void EventLoop::run() {
     run_timers();
   }
   run_deferred();
+  t_running = outer;
 }
 
 }  // namespace accelgate::event

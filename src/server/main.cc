@@ -11,6 +11,7 @@
 #include <string>
 
 #include "accelgate/config/config.h"
+#include "accelgate/offload/registry.h"
 #include "accelgate/server/server.h"
 #include "accelgate/tls/tls_context.h"
 
@@ -27,7 +28,9 @@ void usage(FILE* out) {
                "  -t            : test configuration and exit\n"
                "  -s signal     : send signal to the running server: stop, quit, reopen, reload\n"
                "  -p prefix     : set prefix path (default: the current directory)\n"
-               "  -c filename   : set configuration file (default: conf/accelgate.conf)\n");
+               "  -c filename   : set configuration file (default: conf/accelgate.conf)\n"
+               "  --engines     : list the offload engines, whether each can run here and what\n"
+               "                  it accelerates (with the `offload` settings of -c), then exit\n");
 }
 
 void print_version() {
@@ -71,6 +74,48 @@ int send_signal(const accelgate::config::LoadOptions& options, const std::string
   return 0;
 }
 
+// print_engines is `accelgate --engines`: every engine, available or why not, and which one the
+// configuration's `crypto` setting picks.
+int print_engines(const accelgate::config::LoadOptions& options, bool conf_given) {
+  accelgate::config::OffloadSettings settings;
+  auto config = accelgate::config::load_config(options);
+  if (config) {
+    settings = (*config)->offload;
+  } else if (conf_given || ::access(options.file.c_str(), F_OK) == 0) {
+    std::fprintf(stderr, "accelgate: [emerg] %s\n", config.error().message.c_str());
+    return 1;
+  }
+  std::printf("%-8s %-10s %s\n", "engine", "status", "accelerates");
+  for (const auto& e : accelgate::offload::describe_engines(settings)) {
+    std::printf("%-8s %-10s %s%s\n", e.name.c_str(), e.available ? "available" : "no",
+                e.accelerates.c_str(), e.chosen ? "  <- chosen" : "");
+    if (!e.available) std::printf("%-8s %-10s (%s)\n", "", "", e.reason.c_str());
+  }
+  std::string chosen = accelgate::offload::resolve_crypto(settings);
+  std::printf("crypto %s: %s, fallback %s\n", settings.crypto.c_str(),
+              settings.crypto == "off" ? "no offload (OpenSSL's default provider)"
+                                       : ("engine \"" + chosen + "\"").c_str(),
+              settings.fallback ? "on" : "off");
+  return 0;
+}
+
+// check_offload is the offload part of `-t`: an engine that cannot run here is an error with
+// `fallback off` and a warning with `fallback on` (software serves instead).
+bool check_offload(const accelgate::config::Config& config) {
+  const accelgate::config::OffloadSettings& o = config.offload;
+  if (o.crypto == "off") return true;
+  std::string engine = accelgate::offload::resolve_crypto(o);
+  const accelgate::offload::EngineFactory* f = accelgate::offload::find_engine(engine);
+  std::string reason = f == nullptr ? "unknown engine" : f->probe(o);
+  if (reason.empty()) return true;
+  std::string where =
+      o.where.file.empty() ? config.file : o.where.file + ":" + std::to_string(o.where.line);
+  std::fprintf(stderr, "accelgate: [%s] %s: offload engine \"%s\" cannot be used: %s%s\n",
+               o.fallback ? "warn" : "emerg", where.c_str(), engine.c_str(), reason.c_str(),
+               o.fallback ? " (fallback on: software serves)" : "");
+  return o.fallback;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +123,7 @@ int main(int argc, char** argv) {
   std::string conf_file;
   std::string signal_name;
   bool test_only = false;
+  bool engines = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto need_value = [&](const char* flag) -> const char* {
@@ -93,6 +139,8 @@ int main(int argc, char** argv) {
     } else if (arg == "-v" || arg == "-V" || arg == "--version") {
       print_version();
       return 0;
+    } else if (arg == "--engines") {
+      engines = true;
     } else if (arg == "-t") {
       test_only = true;
     } else if (arg == "-c") {
@@ -107,6 +155,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  bool conf_given = !conf_file.empty();
   if (conf_file.empty()) conf_file = "conf/accelgate.conf";
   // As nginx: a relative -c names a file under the prefix.
   if (conf_file[0] != '/' && !options.prefix.empty()) {
@@ -115,6 +164,7 @@ int main(int argc, char** argv) {
   options.file = conf_file;
 
   if (!signal_name.empty()) return send_signal(options, signal_name);
+  if (engines) return print_engines(options, conf_given);
   if (test_only) {
     auto config = accelgate::config::load_config(options);
     if (!config) {
@@ -123,6 +173,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     // Certificates, keys and TLS settings are checked too, as nginx -t does.
+    if (!check_offload(**config)) {
+      std::fprintf(stderr, "accelgate: configuration file %s test failed\n", conf_file.c_str());
+      return 1;
+    }
+    accelgate::tls::use_offload_provider((*config)->offload.crypto != "off");
     std::vector<std::string> warnings = (*config)->warnings;
     auto tls = accelgate::tls::TlsContexts::create(*config, &warnings);
     for (const std::string& w : warnings) std::fprintf(stderr, "accelgate: [warn] %s\n", w.c_str());

@@ -10,6 +10,7 @@
 
 #include "accelgate/common/log.h"
 #include "accelgate/http/connection.h"
+#include "accelgate/offload/registry.h"
 #include "accelgate/tls/tls_context.h"
 #include "listeners.h"
 #include "worker.h"
@@ -44,6 +45,20 @@ class ServerState {
   std::map<std::string, BoundAddress> bound_;
   bool stopping_ = false;
 };
+
+// log_offload_choice says in the error log which engine serves private-key operations.
+void log_offload_choice(const config::OffloadSettings& offload) {
+  if (offload.crypto == "off") {
+    AG_LOG_NOTICE("offload: crypto off: private keys stay with OpenSSL's default provider");
+    return;
+  }
+  std::string engine = offload::resolve_crypto(offload);
+  const offload::EngineFactory* factory = offload::find_engine(engine);
+  std::string reason = factory == nullptr ? "unknown engine" : factory->probe(offload);
+  if (!reason.empty()) engine = "sw";  // Dispatcher::create has warned why
+  AG_LOG_NOTICE("offload: crypto %s: engine \"%s\", fallback %s", offload.crypto.c_str(),
+                engine.c_str(), offload.fallback ? "on" : "off");
+}
 
 Status write_pid_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -108,6 +123,7 @@ Status ServerState::start(const std::shared_ptr<const config::Config>& config) {
     workers_.push_back(std::move(worker));
   }
   AG_LOG_NOTICE("accelgate %s started: %d worker threads", "0.1.0", config->worker_processes);
+  log_offload_choice(config->offload);
   return {};
 }
 
@@ -122,6 +138,11 @@ void ServerState::reload() {
   }
   std::shared_ptr<const config::Config> config = *next;
   for (const std::string& w : config->warnings) AG_LOG_WARN("%s", w.c_str());
+  if ((config->offload.crypto == "off") != (config_->offload.crypto == "off")) {
+    AG_LOG_WARN(
+        "\"crypto off\" changed: the offload provider is loaded or dropped only at a "
+        "restart; the engines follow the new settings");
+  }
   if (config->worker_processes != static_cast<int>(workers_.size())) {
     AG_LOG_WARN("worker_processes changed to %d: applies after a restart, %zu workers keep running",
                 config->worker_processes, workers_.size());
@@ -188,6 +209,7 @@ int run_server(const config::LoadOptions& options) {
     return 1;
   }
   for (const std::string& w : config->warnings) AG_LOG_WARN("%s", w.c_str());
+  tls::use_offload_provider(config->offload.crypto != "off");
   block_server_signals();
   ServerState state(options);
   if (Status st = state.start(config); !st) {

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "accelgate/common/log.h"
+#include "accelgate/common/metrics.h"
 
 namespace accelgate::server {
 
@@ -66,6 +67,11 @@ Status Worker::start(std::shared_ptr<const config::Config> config,
   auto loop = event::EventLoop::create();
   if (!loop) return loop.error();
   loop_ = std::move(*loop);
+  if (config->offload.crypto != "off") {
+    auto dispatcher = offload::Dispatcher::create(loop_.get(), config->offload);
+    if (!dispatcher) return dispatcher.error();
+    dispatcher_ = std::move(*dispatcher);
+  }
   ctx_ = std::make_unique<http::WorkerContext>(loop_.get(), index_);
   ctx_->set_on_connection_closed([this] {
     if (accept_paused_ && !stopping_) {
@@ -88,6 +94,9 @@ void Worker::run() {
   char name[16];
   std::snprintf(name, sizeof(name), "ag-worker-%d", index_);
   ::pthread_setname_np(::pthread_self(), name);
+  if (dispatcher_) dispatcher_->make_current();
+  metrics::Gauge& threads = metrics::thread_count("worker");
+  threads.add(1);
   accept_all();
   loop_->run();
   // Fast stop or the last connection of a graceful stop: release everything on this thread.
@@ -104,6 +113,8 @@ void Worker::run() {
   }
   listeners_.clear();
   ctx_.reset();
+  dispatcher_.reset();
+  threads.add(-1);
   finished_ = true;
 }
 
@@ -149,6 +160,13 @@ void Worker::reload(std::shared_ptr<const config::Config> config,
         if (!ours) ::close(b.fd);
       }
       return;
+    }
+    if (dispatcher_) {
+      // Engines are rebuilt for the new settings; their devices are shared with the old ones
+      // when the settings did not change (DeviceStore), and ops in flight finish where they are.
+      if (Status st = dispatcher_->reconfigure(config->offload); !st) {
+        AG_LOG_ERROR("offload engines keep their old settings: %s", st.error().message.c_str());
+      }
     }
     config_ = std::move(config);
     apply_bindings(std::move(bindings));

@@ -12,6 +12,7 @@
 #include "accelgate/event/event_loop.h"
 #include "accelgate/http/connection.h"
 #include "accelgate/http/virtual_hosts.h"
+#include "accelgate/offload/dispatcher.h"
 
 namespace accelgate::server {
 
@@ -50,6 +51,9 @@ class Worker {
   int index_;
   std::unique_ptr<event::EventLoop> loop_;
   std::unique_ptr<http::WorkerContext> ctx_;
+  // The worker's offload dispatcher (null with `crypto off`); current on the worker's thread, so
+  // the provider finds it from inside a handshake's async job. Freed after the loop's last run.
+  std::unique_ptr<offload::Dispatcher> dispatcher_;
   std::shared_ptr<const config::Config> config_;
   std::vector<std::unique_ptr<Listener>> listeners_;
   bool accept_paused_ = false;

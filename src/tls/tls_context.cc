@@ -5,9 +5,11 @@
 #include <openssl/provider.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
+#include "accelgate/provider/provider.h"
 #include "accelgate/tls/tls_transport.h"
 #include "async_test_hook.h"
 #include "ticket_keys.h"
@@ -189,12 +191,25 @@ Result<SSL_CTX*> build_context(const config::Server& server, std::vector<std::st
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_with_provider{false};
+}  // namespace
+
+void use_offload_provider(bool on) { g_with_provider = on; }
+
 OSSL_LIB_CTX* server_lib_ctx() {
   static OSSL_LIB_CTX* ctx = [] {
     OSSL_LIB_CTX* c = OSSL_LIB_CTX_new();
-    if (c == nullptr || OSSL_PROVIDER_load(c, "default") == nullptr) {
+    Status st = c == nullptr ? Status(Error{"OSSL_LIB_CTX_new() failed"}) : Status();
+    if (st && g_with_provider) {
+      st = provider::load_builtin(c);
+    } else if (st && OSSL_PROVIDER_load(c, "default") == nullptr) {
+      st = Error{"cannot load the default provider: " + openssl_error()};
+    }
+    if (!st) {
       // Without a library context no TLS can work at all: an impossible state on a sane system.
-      std::fprintf(stderr, "accelgate: [emerg] cannot create the OpenSSL library context\n");
+      std::fprintf(stderr, "accelgate: [emerg] cannot create the OpenSSL library context: %s\n",
+                   st.error().message.c_str());
       std::abort();
     }
     return c;

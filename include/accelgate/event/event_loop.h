@@ -76,6 +76,9 @@ class EventLoop {
 
   // run processes events until stop(); returns when the loop has stopped. May be called again.
   void run();
+  // running_on_this_thread is the loop whose run() is executing on the calling thread, or null.
+  static EventLoop* running_on_this_thread();
+
   // stop makes run() return after the current iteration.
   void stop() { stopping_ = true; }
 

@@ -20,8 +20,13 @@
 namespace accelgate::tls {
 
 // server_lib_ctx returns the process's OSSL_LIB_CTX for TLS, created on first use with the
-// default provider loaded. Never freed (it outlives every SSL_CTX).
+// default provider loaded and, when use_offload_provider(true) was called before, the in-process
+// `accelgate` provider in front of it (DESIGN.md, "TLS and the provider"). Never freed (it
+// outlives every SSL_CTX).
 OSSL_LIB_CTX* server_lib_ctx();
+// use_offload_provider decides, before the first server_lib_ctx() call, whether private-key
+// operations go through the offload provider (`crypto` other than `off`).
+void use_offload_provider(bool on);
 
 class TicketKeys;
 
