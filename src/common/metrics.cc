@@ -166,7 +166,7 @@ template class Family<Histogram>;
 Registry& Registry::global() {
   // Never destroyed: threads stopped during exit (the provider module's driver, torn down by
   // OpenSSL's own exit handler) still update their gauges.
-  static Registry* registry = new Registry();
+  static auto* registry = new Registry();
   return *registry;
 }
 

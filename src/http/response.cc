@@ -131,7 +131,10 @@ void format_http_date(time_t t, std::string* out) {
   two(tm.tm_min, buf + 20);
   buf[22] = ':';
   two(tm.tm_sec, buf + 23);
-  std::memcpy(buf + 25, " GMT", 4);
+  buf[25] = ' ';
+  buf[26] = 'G';
+  buf[27] = 'M';
+  buf[28] = 'T';
   out->assign(buf, sizeof(buf));
 }
 
