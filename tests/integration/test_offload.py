@@ -50,6 +50,10 @@ def engine_up(samples, engine):
 class OffloadCase(TlsTestCase):
     """The helpers of the offload tests (no tests of its own)."""
 
+    def assert_logged(self, s, text):
+        """The error log gets |text| (written just after the workers start, so wait for it)."""
+        self.assertTrue(wait_until(lambda: text in s.error_log(), timeout=10), s.error_log())
+
     def start(self, main, workers=2, ec=False, env=None):
         # Tickets off: every wrk request is a full handshake with a signature.
         s = self.server(tls_server(self.certs, "ssl_session_tickets off;", ec=ec), main=main, workers=workers,
@@ -81,7 +85,7 @@ class OffloadTest(OffloadCase):
 
     def test_sw_engine_serves_rsa_and_ecdsa_handshakes(self):
         s = self.start(offload_block("sw"), ec=True)
-        self.assertIn('offload: crypto sw: engine "sw"', s.error_log())
+        self.assert_logged(s, 'offload: crypto sw: engine "sw"')
         url = "https://127.0.0.1:%d/index.html" % s.port
         for args in (["--tlsv1.2", "--tls-max", "1.2"], ["--tlsv1.3"]):
             for sigalg in ("RSA", "ECDSA"):
@@ -98,11 +102,11 @@ class OffloadTest(OffloadCase):
         s = self.start(offload_block("off"))
         self.assertEqual(tls_get(s.port, "/index.html").body, b"hello offload\n")
         self.assertEqual(total(scrape(s.port)), 0)
-        self.assertIn("crypto off", s.error_log())
+        self.assert_logged(s, "crypto off")
 
     def test_emu_engine_computes_ops(self):
         s = self.start(offload_block("emu", "latency=1ms"))
-        self.assertIn('offload: crypto emu: engine "emu", fallback on', s.error_log())
+        self.assert_logged(s, 'offload: crypto emu: engine "emu", fallback on')
         self.load(s, seconds=1)
         m = scrape(s.port)
         self.assertGreater(ops(m, "emu", "rsa_sign", "ok"), 0)
@@ -269,8 +273,8 @@ class OpensslEngineTest(OffloadCase):
 
     def test_module_as_vendor_provider_serves_handshakes(self):
         s = self.start(self.openssl_block(), env=self.module_env())
-        self.assertIn('offload: crypto openssl:%s: engine "openssl:%s", fallback on'
-                      % (MODULE, MODULE), s.error_log())
+        self.assert_logged(s, 'offload: crypto openssl:%s: engine "openssl:%s", fallback on'
+                           % (MODULE, MODULE))
         self.load(s)
         self.assert_served_by_openssl(s)
         code, out, err = s.cli("--engines")
