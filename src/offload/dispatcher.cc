@@ -269,7 +269,7 @@ bool Dispatcher::run_from(const OpRef& op) {
   for (; op->chain_pos_ < chain.size(); ++op->chain_pos_) {
     EngineSlot& slot = *chain[op->chain_pos_];
     Engine& engine = *slot.engine;
-    if (!engine.accelerates(op->kind(), op->key_bits())) continue;
+    if (!engine.accelerates(*op)) continue;
     Clock::time_point now = Clock::now();
     if (!slot.breaker->allow(now)) {
       op->fell_back_ = true;

@@ -1,6 +1,15 @@
 #include "accelgate/offload/op.h"
 
+#include <openssl/evp.h>
+
 namespace accelgate::offload {
+
+PrivateKey::~PrivateKey() { EVP_PKEY_free(pkey_); }
+
+std::shared_ptr<const void> PrivateKey::prepared(const PrepareFn& make) const {
+  std::call_once(once_, [&] { prepared_ = make(pkey_); });
+  return prepared_;
+}
 
 std::string_view op_kind_name(OpKind kind) {
   switch (kind) {

@@ -52,9 +52,10 @@ class Engine : public Poller {
  public:
   // name is the engine's name as in `crypto NAME;` and in the `engine` metric label.
   virtual std::string_view name() const = 0;
-  // accelerates says whether this engine computes |kind| for keys of |key_bits|; the dispatcher
-  // skips an engine for the ops it does not accelerate.
-  virtual bool accelerates(OpKind kind, int key_bits) const = 0;
+  // accelerates says whether this engine computes |op| (its kind, key size, and for engines
+  // that need them its private key and raw input); the dispatcher skips an engine for the ops
+  // it does not accelerate, without counting anything. Loop thread.
+  virtual bool accelerates(const Op& op) const = 0;
   // submit starts |op| as attempt |ticket|. kDone: the output is in |out|; kPending: the engine
   // keeps a reference to |op| and calls the sink exactly once later (with |ticket|), on the
   // loop's thread; kBusy/kFailed: nothing is kept.

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string_view>
 #include <vector>
 
@@ -57,6 +58,39 @@ using SoftwareFn = std::function<bool(OpOutput* out)>;
 // the `openssl` engine). Same thread-safety as SoftwareFn; it may pause the calling ASYNC job.
 using LibraryFn = std::function<bool(OSSL_LIB_CTX* libctx, const char* propq, OpOutput* out)>;
 
+// PrivateKey is a private key in the form engines that do the arithmetic themselves (mb) need:
+// an EVP_PKEY of OpenSSL's default provider, owned, to import the key's parts from and to
+// recompute a result in software; and a slot where such an engine keeps its own prepared form of
+// the key, made once per key rather than once per op. Shared, read-only, by every op of the key,
+// on any thread.
+class PrivateKey {
+ public:
+  explicit PrivateKey(EVP_PKEY* pkey) : pkey_(pkey) {}  // takes ownership of |pkey|
+  ~PrivateKey();
+  PrivateKey(const PrivateKey&) = delete;
+  PrivateKey& operator=(const PrivateKey&) = delete;
+
+  EVP_PKEY* pkey() const { return pkey_; }
+
+  // PrepareFn makes an engine's form of a key, or returns null when the engine cannot use it.
+  using PrepareFn = std::function<std::shared_ptr<const void>(EVP_PKEY* pkey)>;
+  // prepared returns the engine's form of the key: the first call makes it with |make|, later
+  // calls return the same (also a null answer). One slot: only the mb engine uses it.
+  // Thread-safe.
+  std::shared_ptr<const void> prepared(const PrepareFn& make) const;
+
+ private:
+  EVP_PKEY* pkey_;
+  mutable std::once_flag once_;
+  mutable std::shared_ptr<const void> prepared_;
+};
+
+// RawInputFn computes the input of an op's private-key arithmetic into |data|: for kRsaSign the
+// encoded message (EMSA-PKCS1-v1_5 or EMSA-PSS, RFC 8017 §9), as many bytes as the modulus, so
+// that the signature is data^d mod n. Called on the submitting loop's thread; false when it
+// cannot be made (the engine then passes the op on).
+using RawInputFn = std::function<bool(std::vector<uint8_t>* data)>;
+
 class Dispatcher;
 
 class Op {
@@ -87,6 +121,17 @@ class Op {
   // set_library_fn is called by the op's creator before submitting.
   void set_library_fn(LibraryFn fn) { library_ = std::move(fn); }
 
+  // set_private_key gives the op its key and raw input for engines that compute the arithmetic
+  // themselves (the creator calls it before submitting, when it can describe the op that way).
+  void set_private_key(std::shared_ptr<const PrivateKey> key, RawInputFn raw_input) {
+    key_ = std::move(key);
+    raw_input_ = std::move(raw_input);
+  }
+  // private_key is null for an op without one.
+  const std::shared_ptr<const PrivateKey>& private_key() const { return key_; }
+  // raw_input computes the raw input (see RawInputFn); false when the op has none.
+  bool raw_input(std::vector<uint8_t>* data) const { return raw_input_ && raw_input_(data); }
+
   // set_on_complete sets the callback the dispatcher calls when the op has ended (set it before
   // submitting).
   void set_on_complete(Completion completion) { on_complete_ = std::move(completion); }
@@ -105,6 +150,8 @@ class Op {
   const int key_bits_;
   const SoftwareFn software_;
   LibraryFn library_;
+  std::shared_ptr<const PrivateKey> key_;
+  RawInputFn raw_input_;
   Completion on_complete_;
 
   // Owned by the dispatcher, on the submitting thread.

@@ -22,7 +22,7 @@ class ScriptedEngine final : public Engine {
  public:
   ScriptedEngine(std::string name, CompletionSink** sink) : name_(std::move(name)), sink_(sink) {}
   std::string_view name() const override { return name_; }
-  bool accelerates(OpKind kind, int) const override { return kind != skipped_kind; }
+  bool accelerates(const Op& op) const override { return op.kind() != skipped_kind; }
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput* out) override {
     ++submits;
     SubmitResult r = SubmitResult::kDone;

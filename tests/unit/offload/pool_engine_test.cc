@@ -64,7 +64,7 @@ TEST_F(PoolEngineTest, ProbeAndName) {
   EXPECT_EQ(engine->name(), "pool");
   for (OpKind kind : {OpKind::kRsaSign, OpKind::kRsaDecrypt, OpKind::kEcdsaSign,
                       OpKind::kEcdhDerive, OpKind::kX25519Derive, OpKind::kX25519Keygen}) {
-    EXPECT_TRUE(engine->accelerates(kind, 2048));
+    EXPECT_TRUE(engine->accelerates(Op(kind, 2048, [](OpOutput*) { return true; })));
   }
 }
 

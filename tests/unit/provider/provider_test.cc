@@ -640,7 +640,7 @@ class LibraryEngine final : public offload::Engine {
 
   explicit LibraryEngine(OSSL_LIB_CTX* libctx) : libctx_(libctx) {}
   std::string_view name() const override { return "library"; }
-  bool accelerates(offload::OpKind, int) const override { return true; }
+  bool accelerates(const offload::Op&) const override { return true; }
   offload::SubmitResult submit(const offload::OpRef& op, uint64_t,
                                offload::OpOutput* out) override {
     std::string kind(offload::op_kind_name(op->kind()));

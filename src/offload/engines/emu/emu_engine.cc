@@ -248,7 +248,7 @@ class EmuEngine final : public Engine {
   ~EmuEngine() override { channel_->close(); }
 
   std::string_view name() const override { return "emu"; }
-  bool accelerates(OpKind, int) const override { return true; }
+  bool accelerates(const Op&) const override { return true; }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
     auto job = std::make_unique<EngineJob>();

@@ -186,7 +186,7 @@ class OpensslEngine final : public Engine {
   std::string_view name() const override { return "openssl"; }
   // X25519 keygen is not offered: its output must be a key of the caller's default provider,
   // which a LibraryFn cannot produce (the provider makes no LibraryFn for it).
-  bool accelerates(OpKind kind, int) const override { return kind != OpKind::kX25519Keygen; }
+  bool accelerates(const Op& op) const override { return op.kind() != OpKind::kX25519Keygen; }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
     if (!op->has_library_fn()) return SubmitResult::kFailed;

@@ -149,7 +149,7 @@ class PoolEngine final : public Engine {
   ~PoolEngine() override { channel_->close(); }
 
   std::string_view name() const override { return "pool"; }
-  bool accelerates(OpKind, int) const override { return true; }
+  bool accelerates(const Op&) const override { return true; }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
     auto job = std::make_unique<EngineJob>();

@@ -9,7 +9,7 @@ namespace {
 class SwEngine final : public Engine {
  public:
   std::string_view name() const override { return "sw"; }
-  bool accelerates(OpKind, int) const override { return true; }
+  bool accelerates(const Op&) const override { return true; }
   SubmitResult submit(const OpRef& op, uint64_t, OpOutput* out) override {
     return op->compute_in_software(out) ? SubmitResult::kDone : SubmitResult::kFailed;
   }
