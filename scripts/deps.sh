@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # build
-  cmake ninja-build g++ pkg-config libssl-dev zlib1g-dev
+  cmake ninja-build g++ pkg-config libssl-dev zlib1g-dev libmimalloc-dev
   # tests
   libgtest-dev libgmock-dev valgrind clang clang-format clang-tidy libclang-rt-14-dev python3 curl openssl procps
   # benchmarks and side-by-side peers

@@ -80,6 +80,14 @@ Status EventLoop::add_readable(int fd, IoHandler* handler) {
   return {};
 }
 
+Status EventLoop::add_listener(int fd, IoHandler* handler) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = handler;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) < 0) return sys_error("epoll_ctl(ADD)", errno);
+  return {};
+}
+
 void EventLoop::remove(int fd) { ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
 
 void EventLoop::post(std::function<void()> task) {

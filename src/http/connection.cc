@@ -20,10 +20,18 @@ std::string format_peer(const sockaddr_storage& peer) {
   char host[INET6_ADDRSTRLEN] = "?";
   uint16_t port = 0;
   if (peer.ss_family == AF_INET) {
+    // By hand: inet_ntop formats each octet with sprintf, a noticeable cost per connection.
     const auto* in = reinterpret_cast<const sockaddr_in*>(&peer);
-    ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-    port = ntohs(in->sin_port);
-    return std::string(host) + ":" + std::to_string(port);
+    const auto* octet = reinterpret_cast<const uint8_t*>(&in->sin_addr);
+    std::string out;
+    out.reserve(sizeof("255.255.255.255:65535"));
+    for (int i = 0; i < 4; ++i) {
+      if (i > 0) out.push_back('.');
+      out.append(std::to_string(octet[i]));
+    }
+    out.push_back(':');
+    out.append(std::to_string(ntohs(in->sin_port)));
+    return out;
   }
   if (peer.ss_family == AF_INET6) {
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&peer);

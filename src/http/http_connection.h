@@ -41,6 +41,9 @@ class HttpConnection final : public event::IoHandler {
   bool read_head();
   bool read_body();
   bool write_response();
+  // read_first_chunk appends the start of the static file to the response head (plain reads,
+  // not sendfile), so both leave in one write.
+  void read_first_chunk();
   bool linger();
   // fill_input reads what the socket has into the input buffer; false when the caller must wait
   // (or the connection was closed).
@@ -77,7 +80,10 @@ class HttpConnection final : public event::IoHandler {
   Phase phase_ = Phase::kNone;
   bool tls_;                        // the transport is a TlsTransport
   bool handshake_counted_ = false;  // TLS: the handshake finished (timeouts are then normal)
-  bool read_ready_ = true;
+  // read_ready_: the socket may have bytes. A new connection waits for epoll to say so (its
+  // first event comes right after it is added: writable, and readable when the client has
+  // sent), so no read is made that would only return EAGAIN.
+  bool read_ready_ = false;
   bool peer_closed_ = false;
 
   // Input: bytes [in_pos_, in_len_) of in_ are unparsed.

@@ -14,6 +14,7 @@
 #include "accelgate/offload/registry.h"
 #include "accelgate/server/server.h"
 #include "accelgate/tls/tls_context.h"
+#include "allocator.h"
 
 namespace {
 
@@ -42,6 +43,7 @@ void print_version() {
 #else
   std::printf("build options: release\n");
 #endif
+  std::printf("allocator: %s\n", accelgate::server::allocator_name().c_str());
 }
 
 int send_signal(const accelgate::config::LoadOptions& options, const std::string& name) {

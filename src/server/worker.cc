@@ -21,32 +21,33 @@ class Listener final : public event::IoHandler {
 
   void on_io(uint32_t) override { accept_ready(); }
 
-  // accept_ready accepts until the queue is empty or the worker is full; false when full.
-  bool accept_ready() {
+  // accept_ready accepts one connection, or with `multi_accept on` every queued one (the socket
+  // is level-triggered, so the loop reports it again while more wait). When the worker is full
+  // or out of descriptors it stops listening (Worker::pause_accepting) until a connection closes.
+  void accept_ready() {
     http::WorkerContext& ctx = *worker_->ctx_;
-    uint32_t limit = worker_->config_->worker_connections;
-    for (;;) {
-      if (ctx.connection_count() >= limit) {
-        if (!worker_->accept_paused_) {
-          AG_LOG_WARN("%u worker_connections are not enough", limit);
-        }
-        worker_->accept_paused_ = true;
-        return false;
+    const config::Config& config = *worker_->config_;
+    do {
+      if (ctx.connection_count() >= config.worker_connections) {
+        AG_LOG_WARN("%u worker_connections are not enough", config.worker_connections);
+        worker_->pause_accepting();
+        return;
       }
       sockaddr_storage peer{};
       socklen_t len = sizeof(peer);
       int fd =
           ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
+          return;  // level-triggered: a connection still queued is reported again
+        }
         // EMFILE/ENFILE/ENOBUFS: stop accepting until a connection closes.
         AG_LOG_CRIT("accept4() on %s failed: %s", hosts_->address.c_str(), std::strerror(errno));
-        worker_->accept_paused_ = true;
-        return false;
+        worker_->pause_accepting();
+        return;
       }
       ctx.accept_connection(fd, peer, hosts_);
-    }
+    } while (config.multi_accept && !worker_->accept_paused_);
   }
 
   int fd() const { return fd_; }
@@ -74,16 +75,13 @@ Status Worker::start(std::shared_ptr<const config::Config> config,
   }
   ctx_ = std::make_unique<http::WorkerContext>(loop_.get(), index_);
   ctx_->set_on_connection_closed([this] {
-    if (accept_paused_ && !stopping_) {
-      accept_paused_ = false;
-      accept_all();
-    }
+    if (accept_paused_ && !stopping_) resume_accepting();
     maybe_finish();
   });
   config_ = std::move(config);
   for (ListenerBinding& b : bindings) {
     auto listener = std::make_unique<Listener>(this, std::move(b));
-    if (Status st = loop_->add_readable(listener->fd(), listener.get()); !st) return st;
+    if (Status st = loop_->add_listener(listener->fd(), listener.get()); !st) return st;
     listeners_.push_back(std::move(listener));
   }
   thread_ = std::thread([this] { run(); });
@@ -97,7 +95,6 @@ void Worker::run() {
   if (dispatcher_) dispatcher_->make_current();
   metrics::Gauge& threads = metrics::thread_count("worker");
   threads.add(1);
-  accept_all();
   loop_->run();
   // Fast stop or the last connection of a graceful stop: release everything on this thread.
   ctx_->close_all();
@@ -118,9 +115,18 @@ void Worker::run() {
   finished_ = true;
 }
 
-void Worker::accept_all() {
+void Worker::pause_accepting() {
+  if (accept_paused_) return;
+  accept_paused_ = true;
+  for (auto& l : listeners_) loop_->remove(l->fd());
+}
+
+void Worker::resume_accepting() {
+  accept_paused_ = false;
   for (auto& l : listeners_) {
-    if (!l->accept_ready()) return;
+    if (Status st = loop_->add_listener(l->fd(), l.get()); !st) {
+      AG_LOG_ALERT("cannot watch a listening socket: %s", st.error().message.c_str());
+    }
   }
 }
 
@@ -138,14 +144,17 @@ void Worker::apply_bindings(std::vector<ListenerBinding> bindings) {
     }
     if (found) continue;
     auto listener = std::make_unique<Listener>(this, std::move(b));
-    if (Status st = loop_->add_readable(listener->fd(), listener.get()); !st) {
-      AG_LOG_ALERT("cannot watch a listening socket: %s", st.error().message.c_str());
-      continue;
+    // While accepting is paused, resume_accepting() registers it with the others.
+    if (!accept_paused_) {
+      if (Status st = loop_->add_listener(listener->fd(), listener.get()); !st) {
+        AG_LOG_ALERT("cannot watch a listening socket: %s", st.error().message.c_str());
+        continue;
+      }
     }
     kept.push_back(std::move(listener));
   }
   for (auto& l : listeners_) {
-    if (l) loop_->remove(l->fd());
+    if (l && !accept_paused_) loop_->remove(l->fd());
   }
   listeners_ = std::move(kept);  // closes the dropped ones
 }
@@ -170,7 +179,6 @@ void Worker::reload(std::shared_ptr<const config::Config> config,
     }
     config_ = std::move(config);
     apply_bindings(std::move(bindings));
-    accept_all();
   });
 }
 
@@ -178,7 +186,9 @@ void Worker::graceful_stop() {
   loop_->post([this] {
     if (stopping_) return;
     stopping_ = true;
-    for (auto& l : listeners_) loop_->remove(l->fd());
+    if (!accept_paused_) {
+      for (auto& l : listeners_) loop_->remove(l->fd());
+    }
     listeners_.clear();
     ctx_->drain();
     maybe_finish();

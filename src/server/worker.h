@@ -45,7 +45,10 @@ class Worker {
   friend class Listener;
   void run();
   void apply_bindings(std::vector<ListenerBinding> bindings);
-  void accept_all();
+  // pause_accepting stops listening (the worker is full or out of descriptors);
+  // resume_accepting listens again (a connection closed).
+  void pause_accepting();
+  void resume_accepting();
   void maybe_finish();
 
   int index_;

@@ -129,7 +129,9 @@ Result<SSL_CTX*> build_context(const config::Server& server, std::vector<std::st
   };
 
   // Every handshake may be paused by an offload engine (DESIGN.md, "TLS and the provider").
-  SSL_CTX_set_mode(ctx, SSL_MODE_ASYNC | SSL_MODE_RELEASE_BUFFERS |
+  // SSL_MODE_NO_AUTO_CHAIN: the chain sent is the one in the ssl_certificate file, as nginx
+  // sends it; without it OpenSSL builds a chain from the store in every handshake.
+  SSL_CTX_set_mode(ctx, SSL_MODE_ASYNC | SSL_MODE_RELEASE_BUFFERS | SSL_MODE_NO_AUTO_CHAIN |
                             SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_ENABLE_PARTIAL_WRITE);
   // Renegotiation is refused (OpenSSL 3 refuses client-initiated renegotiation by default;
   // SSL_OP_NO_RENEGOTIATION refuses it in every direction).

@@ -44,10 +44,13 @@ class Server:
     (use {port} for the listening port); |main| is extra main-context text."""
 
     def __init__(self, http_body=None, main="", workers=1, files=None,
-                 access_log="access_log var/access.log;", error_level="info"):
-        """|access_log| is the http-level access_log line; |error_level| the error_log level."""
+                 access_log="access_log var/access.log;", error_level="info",
+                 events="worker_connections 256;"):
+        """|access_log| is the http-level access_log line; |error_level| the error_log level;
+        |events| the inside of the events block."""
         self.access_log_line = access_log
         self.error_level = error_level
+        self.events = events
         self.prefix = tempfile.mkdtemp(prefix="accelgate-it-")
         self.port = free_port()
         self.proc = None
@@ -79,9 +82,9 @@ class Server:
             "pid var/accelgate.pid;\n"
             "error_log var/error.log %s;\n"
             "%s\n"
-            "events { worker_connections 256; }\n"
+            "events { %s }\n"
             "http {\n include mime.types;\n %s\n%s\n}\n"
-            % (workers, self.error_level, main, self.access_log_line,
+            % (workers, self.error_level, main, self.events, self.access_log_line,
                http_body.replace("{port}", str(self.port)))
         )
 

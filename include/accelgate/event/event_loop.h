@@ -70,8 +70,12 @@ class EventLoop {
 
   // add registers |fd| for readable and writable edges (EPOLLET), hangups always reported.
   Status add(int fd, IoHandler* handler);
-  // add_readable registers |fd| for readable edges only (listening sockets).
+  // add_readable registers |fd| for readable edges only (eventfds, wait fds).
   Status add_readable(int fd, IoHandler* handler);
+  // add_listener registers a listening socket, level-triggered: while connections are queued
+  // the loop keeps reporting it, so a handler may accept one per wake-up (nginx without
+  // multi_accept) and never needs an accept() that fails with EAGAIN to learn it is drained.
+  Status add_listener(int fd, IoHandler* handler);
   void remove(int fd);
 
   // run processes events until stop(); returns when the loop has stopped. May be called again.

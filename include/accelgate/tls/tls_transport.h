@@ -45,8 +45,10 @@ class TlsTransport final : public event::Transport {
   event::IoResult writev(const iovec* iov, int count) override;
   event::IoResult sendfile(int file_fd, off_t* offset, size_t len) override;
   bool can_sendfile() const override { return false; }
-  bool socket_readiness_is_exact() const override { return false; }
+  // Exact until OpenSSL first reads the socket: before that it holds no bytes of its own.
+  bool socket_readiness_is_exact() const override { return !io_started_; }
   void shutdown_write() override;
+  void end_before_close() override;
   bool busy() const override { return job_paused_; }
   void set_wakeup(std::function<void()> wakeup) override { wakeup_ = std::move(wakeup); }
 
@@ -75,6 +77,7 @@ class TlsTransport final : public event::Transport {
   std::string peer_;
   std::function<void()> wakeup_;
   bool handshake_done_ = false;
+  bool io_started_ = false;  // SSL_do_handshake was called: OpenSSL may hold socket bytes
   bool job_paused_ = false;
   bool shutdown_sent_ = false;
   const char* handshake_error_ = "";
