@@ -95,6 +95,15 @@ std::optional<double> parse_rate(std::string_view text) {
   return v;
 }
 
+// mb_flush TIME; at most 1s: a batch waiting longer would pass any sane op_timeout.
+void mb_flush(Builder& b, const Directive& d) {
+  auto v = parse_micros(d.args[0]);
+  if (!v || *v > std::chrono::seconds(1)) {
+    invalid_value(d, d.args[0], "expecting a time such as 0, 20us or 1ms, at most 1s");
+  }
+  b.config().offload.mb_flush = *v;
+}
+
 // emu latency=200us capacity=64 error_rate=0 hang_rate=0 control=FILE;
 void emu(Builder& b, const Directive& d) {
   OffloadSettings::Emu& e = b.config().offload.emu;
@@ -140,6 +149,7 @@ constexpr DirectiveSpec kOffloadDirectives[] = {
     {"pool_threads", kOffload, 1, 1, F::kOnce, pool_threads},
     {"notify", kOffload, 1, 1, F::kOnce, notify},
     {"poll_mode", kOffload, 1, 1, F::kOnce, poll_mode},
+    {"mb_flush", kOffload, 1, 1, F::kOnce, mb_flush},
     {"emu", kOffload, 1, kAnyArgs, F::kOnce, emu},
 };
 

@@ -200,8 +200,11 @@ void Dispatcher::make_current() { g_current = this; }
 Status Dispatcher::build(const config::OffloadSettings& settings) {
   std::string primary = resolve_crypto(settings);
   if (primary == "off") primary = "sw";
+  // sw ends every chain: with `fallback off` it still computes the ops that no engine before it
+  // accelerates (mb has no ECDSA kernel, a card may lack X25519), but never one that an engine
+  // before it failed (run_from).
   std::vector<std::string> names{primary};
-  if (settings.fallback && primary != "sw") names.emplace_back("sw");
+  if (primary != "sw") names.emplace_back("sw");
 
   std::vector<std::unique_ptr<Engine>> engines;
   for (const std::string& name : names) {
@@ -219,6 +222,7 @@ Status Dispatcher::build(const config::OffloadSettings& settings) {
     engines.push_back(std::move(*engine));
   }
   install(std::move(engines), settings);
+  software_last_ = chain_.size() > 1;
   return {};
 }
 
@@ -270,6 +274,11 @@ bool Dispatcher::run_from(const OpRef& op) {
     EngineSlot& slot = *chain[op->chain_pos_];
     Engine& engine = *slot.engine;
     if (!engine.accelerates(*op)) continue;
+    // fallback off: the software engine (last) serves only ops no earlier engine took on.
+    if (!settings_.fallback && op->fell_back_ && software_last_ &&
+        op->chain_pos_ + 1 == chain.size()) {
+      break;
+    }
     Clock::time_point now = Clock::now();
     if (!slot.breaker->allow(now)) {
       op->fell_back_ = true;
@@ -358,7 +367,7 @@ void Dispatcher::next_engine(const OpRef& op) {
   // An op that started on a chain replaced by a reload continues on the new chain's software.
   if (op->generation_ != generation_) {
     op->generation_ = generation_;
-    op->chain_pos_ = settings_.fallback ? chain_.size() - 1 : chain_.size();
+    op->chain_pos_ = chain_.size() - 1;
   } else {
     ++op->chain_pos_;
   }

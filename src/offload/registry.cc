@@ -8,20 +8,11 @@
 namespace accelgate::offload {
 namespace {
 
-// Engines named by DESIGN.md whose code is not in this build yet: listed so that `--engines`
-// tells the operator plainly, and refused by `crypto NAME;` at start.
-std::string probe_mb(const config::OffloadSettings&) {
-  return "not built yet: the multi-buffer arithmetic exists (src/crypto/mb), its engine does not";
-}
-Result<std::unique_ptr<Engine>> create_missing(const config::OffloadSettings&,
-                                               const EngineContext&) {
-  return Error{"this engine is not built yet"};
-}
-
 constexpr EngineFactory kEngines[] = {
     {"openssl", "RSA, ECDSA, ECDH, X25519 (a card through its OpenSSL provider or engine)",
      probe_openssl, create_openssl},
-    {"mb", "RSA 2048/3072/4096 (AVX-512 IFMA, 8 operations at once)", probe_mb, create_missing},
+    {"mb", "RSA 2048/3072/4096 signatures (AVX-512 IFMA, 8 operations at once)", probe_mb,
+     create_mb},
     {"pool", "RSA, ECDSA, ECDH, X25519 (crypto threads)", probe_pool, create_pool},
     {"emu", "RSA, ECDSA, ECDH, X25519 (an emulated accelerator, for tests)", probe_emu, create_emu},
     {"sw", "RSA, ECDSA, ECDH, X25519 (OpenSSL, inline)", probe_sw, create_sw},

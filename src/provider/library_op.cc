@@ -165,6 +165,14 @@ const OSSL_PARAM* KeyExport::params() const {
   return params_.get();
 }
 
+std::shared_ptr<const offload::PrivateKey> KeyExport::private_key() const {
+  std::call_once(pkey_once_, [this] {
+    Pkey pkey = import_key(Backend::get().libctx(), nullptr, alg_, params(), EVP_PKEY_KEYPAIR);
+    if (pkey != nullptr) private_key_ = std::make_shared<offload::PrivateKey>(pkey.release());
+  });
+  return private_key_;
+}
+
 std::shared_ptr<KeyExport> key_export(KeyData* key) {
   std::lock_guard lock(key->export_mutex);
   if (key->exported == nullptr) key->exported = std::make_shared<KeyExport>(key->alg, key->inner);

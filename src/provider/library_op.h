@@ -75,11 +75,18 @@ class KeyExport {
   // params returns the exported key, or null when the export failed. Any thread.
   const OSSL_PARAM* params() const;
 
+  // private_key returns the key as an EVP_PKEY of the default provider in the backend's
+  // library context (imported from params() on the first call), for engines that do the
+  // arithmetic themselves; null when it cannot be made. Any thread.
+  std::shared_ptr<const offload::PrivateKey> private_key() const;
+
  private:
   const Algorithm alg_;
   const std::shared_ptr<void> inner_;  // the default key; kept alive for a late export
   mutable std::once_flag once_;
   mutable OwnedParams params_;
+  mutable std::once_flag pkey_once_;
+  mutable std::shared_ptr<const offload::PrivateKey> private_key_;
 };
 
 // key_export returns |key|'s KeyExport, making it on first use (the export itself waits for

@@ -9,7 +9,8 @@ namespace accelgate::provider {
 
 int offload_to_buffer(offload::OpKind kind, int key_bits, void* caller_ctx, DupCtxFn* dup,
                       FreeCtxFn* free, ComputeFn compute, offload::LibraryFn library,
-                      unsigned char* out, size_t* outlen, size_t outsize) {
+                      unsigned char* out, size_t* outlen, size_t outsize,
+                      const std::function<void(offload::Op*)>& prepare) {
   if (dup == nullptr || free == nullptr) return 0;
   void* copy = dup(caller_ctx);
   if (copy == nullptr) return 0;
@@ -23,6 +24,7 @@ int offload_to_buffer(offload::OpKind kind, int key_bits, void* caller_ctx, DupC
   };
   auto op = std::make_shared<offload::Op>(kind, key_bits, std::move(software));
   if (library) op->set_library_fn(std::move(library));
+  if (prepare) prepare(op.get());
   OpResult r = run_op(op);
   if (!r.ok || r.output.bytes.size() > outsize) return 0;
   if (!r.output.bytes.empty()) std::memcpy(out, r.output.bytes.data(), r.output.bytes.size());

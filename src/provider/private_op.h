@@ -7,7 +7,8 @@
 // caller's buffer. Call it inside an async job only.
 //
 // |library|, when not empty, becomes the op's LibraryFn (library_op.h): the same operation in
-// another library context, for the `openssl` engine.
+// another library context, for the `openssl` engine. |prepare|, when not empty, is called on
+// the op before it is submitted (to give it a private key and raw input, for the mb engine).
 
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +29,7 @@ using ComputeFn = std::function<bool(void* ctx, std::vector<uint8_t>* bytes)>;
 // op that failed, or an output longer than |outsize|).
 int offload_to_buffer(offload::OpKind kind, int key_bits, void* caller_ctx, DupCtxFn* dup,
                       FreeCtxFn* free, ComputeFn compute, offload::LibraryFn library,
-                      unsigned char* out, size_t* outlen, size_t outsize);
+                      unsigned char* out, size_t* outlen, size_t outsize,
+                      const std::function<void(offload::Op*)>& prepare = {});
 
 }  // namespace accelgate::provider

@@ -9,10 +9,12 @@
 #include <openssl/rsa.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "key_data.h"
 #include "library_op.h"
 #include "private_op.h"
+#include "rsa_encoding.h"
 #include "run_op.h"
 #include "stats.h"
 
@@ -142,6 +144,56 @@ offload::LibraryFn sign_library_fn(SigCtx* ctx, const unsigned char* tbs, size_t
   return library_fn(std::move(recipe));
 }
 
+// rsa_sign_encoding reads how the default RSA signature context |inner| would encode a
+// signature (rsa_encoding.h); nullopt for what we do not encode ourselves (X9.31, no padding).
+std::optional<RsaSignEncoding> rsa_sign_encoding(void* inner) {
+  auto* get = def<Algorithm::kRsa, OSSL_FUNC_signature_get_ctx_params_fn>(
+      OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS);
+  if (get == nullptr) return std::nullopt;
+  char digest[kNameSize] = "";
+  char mgf1[kNameSize] = "";
+  char saltlen[kNameSize] = "";
+  int pad = 0;
+  OSSL_PARAM want[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST, digest, sizeof(digest)),
+      OSSL_PARAM_construct_int(OSSL_SIGNATURE_PARAM_PAD_MODE, &pad), OSSL_PARAM_construct_end(),
+      OSSL_PARAM_construct_end(), OSSL_PARAM_construct_end()};
+  if (get(inner, want) != 1) return std::nullopt;
+  RsaSignEncoding e;
+  e.digest = digest;
+  if (pad == RSA_PKCS1_PADDING) return e;
+  if (pad != RSA_PKCS1_PSS_PADDING) return std::nullopt;
+  // The default provider refuses the PSS parameters without PSS: ask for them only now.
+  OSSL_PARAM pss[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_SIGNATURE_PARAM_MGF1_DIGEST, mgf1, sizeof(mgf1)),
+      OSSL_PARAM_construct_utf8_string(OSSL_SIGNATURE_PARAM_PSS_SALTLEN, saltlen, sizeof(saltlen)),
+      OSSL_PARAM_construct_end()};
+  if (get(inner, pss) != 1) return std::nullopt;
+  e.scheme = RsaSignEncoding::Scheme::kPss;
+  e.mgf1 = mgf1;
+  e.saltlen = saltlen;
+  return e;
+}
+
+// set_raw_rsa_sign gives an RSA sign op its key and encoded message for engines that compute
+// the private operation themselves (mb). The encoding (a hash or two and the salt for PSS) is
+// made only when such an engine asks.
+void set_raw_rsa_sign(offload::Op* op, SigCtx* ctx, const unsigned char* tbs, size_t tbslen) {
+  if (ctx->key == nullptr) return;
+  std::optional<RsaSignEncoding> encoding = rsa_sign_encoding(ctx->inner);
+  if (!encoding) return;
+  std::shared_ptr<const offload::PrivateKey> key = key_export(ctx->key)->private_key();
+  if (key == nullptr) return;
+  op->set_private_key(std::move(key), [encoding = std::move(*encoding),
+                                       tbs = std::vector<uint8_t>(tbs, tbs + tbslen),
+                                       bits = ctx->bits](std::vector<uint8_t>* data) {
+    auto em = encode_rsa_signature(Backend::get().libctx(), encoding, tbs.data(), tbs.size(), bits);
+    if (!em) return false;
+    *data = std::move(*em);
+    return true;
+  });
+}
+
 template <Algorithm A>
 int sig_sign_init(void* vctx, void* key, const OSSL_PARAM params[]) {
   SigCtx* ctx = sig_ctx(vctx);
@@ -176,7 +228,9 @@ int sig_sign(void* vctx, unsigned char* sig, size_t* siglen, size_t sigsize,
       A == Algorithm::kRsa ? offload::OpKind::kRsaSign : offload::OpKind::kEcdsaSign, ctx->bits,
       ctx->inner, def<A, OSSL_FUNC_signature_dupctx_fn>(OSSL_FUNC_SIGNATURE_DUPCTX),
       def<A, OSSL_FUNC_signature_freectx_fn>(OSSL_FUNC_SIGNATURE_FREECTX), std::move(compute),
-      sign_library_fn<A>(ctx, tbs, tbslen, sigsize), sig, siglen, sigsize);
+      sign_library_fn<A>(ctx, tbs, tbslen, sigsize), sig, siglen, sigsize, [&](offload::Op* op) {
+        if constexpr (A == Algorithm::kRsa) set_raw_rsa_sign(op, ctx, tbs, tbslen);
+      });
 }
 
 template <Algorithm A>

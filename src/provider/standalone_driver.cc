@@ -100,6 +100,18 @@ Result<config::OffloadSettings> standalone_settings(const std::string& crypto_pa
     }
     settings.fallback = v == "on";
   }
+  // Ops come one at a time from the application's threads: let a partial mb batch wait a
+  // little for company (config.h, mb_flush).
+  settings.mb_flush = std::chrono::microseconds(20);
+  if (const char* env = std::getenv("ACCELGATE_MB_FLUSH"); env != nullptr && *env != 0) {
+    char* end = nullptr;
+    long us = std::strtol(env, &end, 10);
+    if (end == env || *end != '\0' || us < 0 || us > 1'000'000) {
+      return Error{"ACCELGATE_MB_FLUSH \"" + std::string(env) +
+                   "\": expecting microseconds, 0 to 1000000"};
+    }
+    settings.mb_flush = std::chrono::microseconds(us);
+  }
   if (const char* env = std::getenv("ACCELGATE_EMU"); env != nullptr) {
     if (Status st = parse_emu(env, &settings.emu); !st) return st.error();
   }

@@ -115,6 +115,17 @@ class ProviderCliTest(unittest.TestCase):
     def test_speed_emu(self):
         self.speed("emu", emu="latency=300us capacity=64 error_rate=0 hang_rate=0")
 
+    def test_speed_mb(self):
+        # The mb engine in another application (openssl speed), batching the jobs' signatures
+        # (mb_flush 20us); on a CPU without IFMA on the portable back end (test hook).
+        self.env["ACCELGATE_CRYPTO"] = "mb"
+        self.env["ACCELGATE_TEST_MB_PORTABLE"] = "1"
+        code, out = self.openssl("speed", *PROVIDER_ARGS, "-async_jobs", "8", "-elapsed",
+                                 "-seconds", "1", "rsa2048")
+        self.assertEqual(code, 0, out)
+        self.assertRegex(out, r"(?m)^rsa 2048 bits\s+\S+s\s+\S+s\s+[1-9][0-9.]*\s+[1-9]")
+        self.assert_served_by(["rsa_sign"], "mb")
+
     def test_crypto_parameter_in_openssl_cnf(self):
         # The provider's `crypto` parameter wins over the environment.
         cnf = os.path.join(self.dir, "openssl.cnf")

@@ -166,6 +166,11 @@ struct OffloadSettings {
   Notify notify = Notify::kEvent;  // openssl:<id>: wait fds in epoll, or polling
   enum class PollMode { kHeuristic, kTimer, kBusy };
   PollMode poll_mode = PollMode::kHeuristic;
+  // mb_flush: how long the mb engine lets a partial batch wait for more ops. 0 (the server's
+  // default): computed when the loop goes idle, which under load is after a whole burst of
+  // events. The module in other applications uses 20us (ops arrive one by one from the
+  // application's thread).
+  std::chrono::microseconds mb_flush{0};
   // The emulated device (`emu`), for tests and demonstrations.
   struct Emu {
     std::chrono::microseconds latency{200};  // from submission to completion, at least

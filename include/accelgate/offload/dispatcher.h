@@ -116,7 +116,8 @@ class Dispatcher final : public CompletionSink {
 
   event::EventLoop* loop_;
   config::OffloadSettings settings_;
-  uint32_t generation_ = 0;  // bumped by every build(); ops remember the chain they started on
+  bool software_last_ = false;  // build() appended sw to the chain (see run_from)
+  uint32_t generation_ = 0;     // bumped by every build(); ops remember the chain they started on
   std::vector<std::shared_ptr<EngineSlot>> chain_;    // current engines, chain order
   std::vector<std::shared_ptr<EngineSlot>> retired_;  // replaced by a reload, not yet idle
   // Attempts the dispatcher waits for, by ticket; an engine's completion for a ticket not here

@@ -26,6 +26,11 @@ std::string probe_emu(const config::OffloadSettings& settings);
 Result<std::unique_ptr<Engine>> create_emu(const config::OffloadSettings& settings,
                                            const EngineContext& context);
 
+// mb: RSA signatures eight at a time on AVX-512 IFMA (src/crypto/mb), batched per loop.
+std::string probe_mb(const config::OffloadSettings& settings);
+Result<std::unique_ptr<Engine>> create_mb(const config::OffloadSettings& settings,
+                                          const EngineContext& context);
+
 // openssl: a vendor's OpenSSL provider (`crypto openssl:ID`) driven in async mode.
 std::string probe_openssl(const config::OffloadSettings& settings);
 Result<std::unique_ptr<Engine>> create_openssl(const config::OffloadSettings& settings,

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "accelgate/common/metrics.h"
+#include "accelgate/crypto/mb/cpu.h"
 #include "accelgate/offload/registry.h"
 
 namespace accelgate::offload {
@@ -306,19 +307,21 @@ TEST_F(DispatcherTest, CreateFromSettings) {
   EXPECT_EQ(op->engine(), "sw");
   EXPECT_EQ(op->output().bytes, (std::vector<uint8_t>{'s', 'w'}));
 
-  s.crypto = "mb";  // not built: with fallback on, software serves and says so
+  s.crypto = "openssl:/nonexistent/card.so";  // cannot load: with fallback on, software serves
   auto fallback = Dispatcher::create(loop_.get(), s);
   ASSERT_TRUE(fallback);
   EXPECT_EQ((*fallback)->primary_engine(), "sw");
   s.fallback = false;
   auto refused = Dispatcher::create(loop_.get(), s);
   ASSERT_FALSE(refused);
-  EXPECT_NE(refused.error().message.find("\"mb\" cannot be used"), std::string::npos);
+  EXPECT_NE(refused.error().message.find("\"openssl:/nonexistent/card.so\" cannot be used"),
+            std::string::npos);
 }
 
 TEST(RegistryTest, AutoPicksAvailableAndDescribesAll) {
   config::OffloadSettings s;
-  EXPECT_EQ(resolve_crypto(s), "sw");  // mb is not built yet; pool and emu are never auto
+  // auto: mb where the CPU has IFMA, else sw; pool and emu are never auto.
+  EXPECT_EQ(resolve_crypto(s), crypto::mb::detect_ifma().usable ? "mb" : "sw");
   s.crypto = "emu";
   EXPECT_EQ(resolve_crypto(s), "emu");
   auto all = describe_engines(s);
