@@ -20,7 +20,7 @@ struct VecPortable {
   static VecPortable zero() { return set1(0); }
   static VecPortable set1(uint64_t x) {
     VecPortable r;
-    for (int l = 0; l < 8; ++l) r.v[l] = x;
+    for (uint64_t& lane : r.v) lane = x;
     return r;
   }
   static VecPortable load(const uint64_t* p) {
@@ -123,7 +123,7 @@ struct VecPortable {
     return r;
   }
   static Mask mask_not(Mask m) {
-    for (int l = 0; l < 8; ++l) m.v[l] = ~m.v[l];
+    for (uint64_t& lane : m.v) lane = ~lane;
     return m;
   }
   static Mask mask_and(Mask a, Mask b) {
