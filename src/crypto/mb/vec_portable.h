@@ -101,6 +101,9 @@ struct VecPortable {
     return r;
   }
 
+  // order_point is VecIfma's instruction-ordering hint; nothing to order here.
+  static void order_point(VecPortable& /*a*/, VecPortable& /*b*/) {}
+
   // eq is the lanes where a == b; msb the lanes whose top bit is set.
   static Mask eq(VecPortable a, VecPortable b) {
     Mask m;
