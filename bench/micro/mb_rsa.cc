@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,11 +50,11 @@ BenchKey& key_of(int bits) {
 void BM_mb(benchmark::State& state, mb::Backend backend) {
   const int bits = static_cast<int>(state.range(0));
   BenchKey& k = key_of(bits);
-  const int bytes = k.key.modulus_bytes();
-  std::vector<uint8_t> in(8 * static_cast<size_t>(bytes)), out(in.size());
+  const auto bytes = static_cast<size_t>(k.key.modulus_bytes());
+  std::vector<uint8_t> in(8 * bytes), out(in.size());
   RAND_bytes(in.data(), static_cast<int>(in.size()));
   mb::RsaLane lanes[8];
-  for (int l = 0; l < 8; ++l) {
+  for (size_t l = 0; l < 8; ++l) {
     in[l * bytes] = 0;  // below n
     lanes[l] = {&k.key, &in[l * bytes], &out[l * bytes]};
   }
@@ -89,21 +90,29 @@ void BM_openssl(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-// RatioReporter is the console reporter plus a table of mb / OpenSSL per size at the end.
+// RatioReporter is the console reporter plus a table of mb / OpenSSL per size at the end: of the
+// medians with --benchmark_repetitions (also with --benchmark_report_aggregates_only), else of
+// the single run.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& run : runs) {
-      if (run.error_occurred || run.run_type != Run::RT_Iteration) continue;
+      if (run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      const std::string name = run.run_name.str();
+      if (!median && (run.run_type != Run::RT_Iteration || medians_.count(name) != 0)) continue;
       const auto it = run.counters.find("ops/s");
-      if (it != run.counters.end()) rates_[run.benchmark_name()] = it->second.value;
+      if (it == run.counters.end()) continue;
+      rates_[name] = it->second.value;
+      if (median) medians_.insert(name);
     }
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\n%-10s %14s %14s %14s %8s %8s\n", "size", "openssl ops/s", "mb ifma ops/s",
-                "mb port. ops/s", "ifma/ossl", "port/ossl");
+    std::printf("\n%s\n%-10s %14s %14s %14s %8s %8s\n",
+                medians_.empty() ? "single runs:" : "medians of the repetitions:", "size",
+                "openssl ops/s", "mb ifma ops/s", "mb port. ops/s", "ifma/ossl", "port/ossl");
     for (int bits : {2048, 3072, 4096}) {
       const std::string arg = "/" + std::to_string(bits);
       const double ossl = rates_["BM_openssl" + arg];
@@ -116,6 +125,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
  private:
   std::map<std::string, double> rates_;
+  std::set<std::string> medians_;
 };
 
 }  // namespace

@@ -22,7 +22,7 @@ struct BatchJob {
 
 // kWorkspaceBytes covers the largest KeySize: the 32-entry window table plus operands, in
 // vectors of 64 bytes (rsa.inc, rsa_private).
-inline constexpr size_t kWorkspaceBytes = 64 * 64 * kMaxHalfLimbs;
+inline constexpr size_t kWorkspaceBytes = size_t{64} * 64 * kMaxHalfLimbs;
 
 struct KernelTable {
   BatchOutcome (*rsa_private)(const BatchJob& job);

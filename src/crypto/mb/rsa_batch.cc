@@ -2,10 +2,8 @@
 
 #include "accelgate/crypto/mb/rsa_batch.h"
 
-#include <string.h>  // explicit_bzero
-
 #include <cstdlib>
-#include <cstring>
+#include <cstring>  // also explicit_bzero (a glibc extension declared by <string.h>)
 #include <memory>
 
 #include "kernel_table.h"

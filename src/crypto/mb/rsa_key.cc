@@ -5,9 +5,8 @@
 
 #include "accelgate/crypto/mb/rsa_key.h"
 
-#include <string.h>  // explicit_bzero
-
 #include <cstdint>
+#include <cstring>  // explicit_bzero (a glibc extension declared by <string.h>)
 
 namespace accelgate::crypto::mb {
 namespace {
@@ -139,7 +138,7 @@ KeyStatus prepare_rsa_key(const RsaKeyParts& parts, RsaKey* out) {
     if (cls == nullptr && n_bits > 1536 && n_bits <= c.modulus_bits) cls = &c;
   }
   if (cls == nullptr) return KeyStatus::kUnsupportedModulus;
-  const size_t half_bytes = static_cast<size_t>(cls->modulus_bits / 16);
+  const auto half_bytes = static_cast<size_t>(cls->modulus_bits / 16);
   for (std::span<const uint8_t> part : {parts.p, parts.q, parts.dp, parts.dq, parts.qinv}) {
     if (part.size() > half_bytes) return KeyStatus::kUnsupportedFactors;
   }

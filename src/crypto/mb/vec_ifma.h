@@ -43,6 +43,10 @@ struct VecIfma {
   static VecIfma madd52hi(VecIfma acc, VecIfma a, VecIfma b) {
     return {_mm512_madd52hi_epu64(acc.v, a.v, b.v)};
   }
+  // order_point passes a and b through an empty asm statement: the compiler must compute them
+  // before this point and cannot move their later uses above it. No instruction is emitted; it
+  // fixes the program order that an out-of-order core issues ready instructions in.
+  static void order_point(VecIfma& a, VecIfma& b) { __asm__("" : "+v"(a.v), "+v"(b.v)); }
 
   static Mask eq(VecIfma a, VecIfma b) { return _mm512_cmpeq_epi64_mask(a.v, b.v); }
   static Mask msb(VecIfma a) {

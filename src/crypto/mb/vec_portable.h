@@ -20,7 +20,7 @@ struct VecPortable {
   static VecPortable zero() { return set1(0); }
   static VecPortable set1(uint64_t x) {
     VecPortable r;
-    for (int l = 0; l < 8; ++l) r.v[l] = x;
+    for (uint64_t& lane : r.v) lane = x;
     return r;
   }
   static VecPortable load(const uint64_t* p) {
@@ -101,6 +101,9 @@ struct VecPortable {
     return r;
   }
 
+  // order_point is VecIfma's instruction-ordering hint; nothing to order here.
+  static void order_point(VecPortable& /*a*/, VecPortable& /*b*/) {}
+
   // eq is the lanes where a == b; msb the lanes whose top bit is set.
   static Mask eq(VecPortable a, VecPortable b) {
     Mask m;
@@ -123,7 +126,7 @@ struct VecPortable {
     return r;
   }
   static Mask mask_not(Mask m) {
-    for (int l = 0; l < 8; ++l) m.v[l] = ~m.v[l];
+    for (uint64_t& lane : m.v) lane = ~lane;
     return m;
   }
   static Mask mask_and(Mask a, Mask b) {

@@ -19,6 +19,7 @@ TEST_F(ConfigTest, OffloadDefaults) {
   EXPECT_EQ(o.pool_threads, 0);
   EXPECT_EQ(o.notify, OffloadSettings::Notify::kEvent);
   EXPECT_EQ(o.poll_mode, OffloadSettings::PollMode::kHeuristic);
+  EXPECT_EQ(o.mb_flush, 0us);
   EXPECT_EQ(o.emu.latency, 200us);
   EXPECT_EQ(o.emu.capacity, 64u);
   EXPECT_EQ(o.emu.error_rate, 0);
@@ -36,6 +37,7 @@ TEST_F(ConfigTest, OffloadBlock) {
       pool_threads 3;
       notify poll;
       poll_mode timer;
+      mb_flush 30us;
       emu latency=2ms capacity=4 error_rate=0.3 hang_rate=0.1 control=var/emu.ctl;
     }
   )");
@@ -47,6 +49,7 @@ TEST_F(ConfigTest, OffloadBlock) {
   EXPECT_EQ(o.pool_threads, 3);
   EXPECT_EQ(o.notify, OffloadSettings::Notify::kPoll);
   EXPECT_EQ(o.poll_mode, OffloadSettings::PollMode::kTimer);
+  EXPECT_EQ(o.mb_flush, 30us);
   EXPECT_EQ(o.emu.latency, 2000us);
   EXPECT_EQ(o.emu.capacity, 4u);
   EXPECT_DOUBLE_EQ(o.emu.error_rate, 0.3);
@@ -72,6 +75,11 @@ TEST_F(ConfigTest, OffloadErrors) {
                       "test.conf:1: ", "expecting event or poll");
   EXPECT_CONFIG_ERROR(error("offload { poll_mode lazy; }"),
                       "test.conf:1: ", "expecting heuristic, timer or busy");
+  EXPECT_CONFIG_ERROR(error("offload {\n mb_flush soon;\n}"), "test.conf:2: ",
+                      "expecting a time such as 0, 20us or 1ms, at most 1s");
+  EXPECT_CONFIG_ERROR(error("offload { mb_flush 2s; }"), "test.conf:1: ", "at most 1s");
+  EXPECT_CONFIG_ERROR(error("offload { mb_flush 1ms; mb_flush 2ms; }"), "test.conf:1: ",
+                      "duplicate");
   EXPECT_CONFIG_ERROR(error("offload {\n emu error_rate=1.5;\n}"),
                       "test.conf:2: ", "expecting a fraction from 0 to 1");
   EXPECT_CONFIG_ERROR(error("offload { emu latency=fast; }"),
