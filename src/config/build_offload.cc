@@ -11,8 +11,15 @@ namespace accelgate::config {
 namespace {
 
 void offload(Builder& b, const Directive& d) {
-  b.config().offload.where = d.where;
+  OffloadSettings& o = b.config().offload;
+  o.where = d.where;
   b.run_block(d, kOffload);
+  // Control commands are for an ENGINE loaded by `crypto openssl:ID` (whether ID is an ENGINE
+  // or a provider is known only when it loads; a provider refuses them then).
+  if (!o.engine_ctrls.empty() && !o.crypto.starts_with("openssl:")) {
+    fail(o.engine_ctrls.front().where,
+         R"("openssl_engine_ctrl" needs "crypto openssl:ID" naming an OpenSSL ENGINE)");
+  }
 }
 
 void crypto(Builder& b, const Directive& d) {
@@ -70,6 +77,19 @@ void poll_mode(Builder& b, const Directive& d) {
   } else {
     invalid_value(d, v, "expecting heuristic, timer or busy");
   }
+}
+
+// openssl_engine_ctrl NAME [VALUE]; as asynch_mode_nginx's engine settings and openssl.cnf's
+// engine sections pass them (ENGINE_ctrl_cmd_string): QAT_Engine's ENABLE_HEURISTIC_POLLING,
+// SET_INTERNAL_POLL_INTERVAL 10000, ... The engine checks name and value when it loads.
+void openssl_engine_ctrl(Builder& b, const Directive& d) {
+  OffloadSettings::EngineCtrl ctrl;
+  ctrl.name = d.args[0];
+  if (ctrl.name.empty()) invalid_value(d, ctrl.name, "expecting a control command name");
+  ctrl.has_value = d.args.size() > 1;
+  if (ctrl.has_value) ctrl.value = d.args[1];
+  ctrl.where = d.where;
+  b.config().offload.engine_ctrls.push_back(std::move(ctrl));
 }
 
 // parse_micros reads "200us", "2ms", "1s" or a bare number of milliseconds (nginx's default unit).
@@ -151,6 +171,7 @@ constexpr DirectiveSpec kOffloadDirectives[] = {
     {"poll_mode", kOffload, 1, 1, F::kOnce, poll_mode},
     {"mb_flush", kOffload, 1, 1, F::kOnce, mb_flush},
     {"emu", kOffload, 1, kAnyArgs, F::kOnce, emu},
+    {"openssl_engine_ctrl", kOffload, 1, 2, F::kNone, openssl_engine_ctrl},
 };
 
 }  // namespace

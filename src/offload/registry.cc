@@ -9,8 +9,8 @@ namespace accelgate::offload {
 namespace {
 
 constexpr EngineFactory kEngines[] = {
-    {"openssl", "RSA, ECDSA, ECDH, X25519 (a card through its OpenSSL provider or engine)",
-     probe_openssl, create_openssl},
+    {"openssl", "RSA, ECDSA, ECDH, X25519 (a card through its OpenSSL provider or ENGINE)",
+     probe_openssl, create_openssl, describe_openssl},
     {"mb", "RSA 2048/3072/4096 signatures (AVX-512 IFMA, 8 operations at once)", probe_mb,
      create_mb},
     {"pool", "RSA, ECDSA, ECDH, X25519 (crypto threads)", probe_pool, create_pool},
@@ -57,6 +57,7 @@ std::vector<EngineStatus> describe_engines(const config::OffloadSettings& settin
     s.available = s.reason.empty();
     s.accelerates = std::string(f.accelerates);
     s.chosen = find_engine(chosen) == &f;
+    if (f.detail != nullptr) s.detail = f.detail(settings);
     out.push_back(std::move(s));
   }
   return out;

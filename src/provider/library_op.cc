@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "engine_op.h"
+
 namespace accelgate::provider {
 namespace {
 
@@ -64,22 +66,12 @@ Pkey import_key(OSSL_LIB_CTX* libctx, const char* propq, Algorithm alg, const OS
   return Pkey(key);
 }
 
-// run_twice runs |step| to learn the output size, cuts it to |outsize| (as the software path of
-// each operation does) and runs it again into |bytes|.
-template <typename Step>
-bool run_twice(Step step, size_t outsize, std::vector<uint8_t>* bytes) {
-  size_t len = 0;
-  if (step(nullptr, &len) != 1) return false;
-  len = std::min(len, outsize);
-  bytes->resize(len);
-  if (step(bytes->data(), &len) != 1) return false;
-  bytes->resize(len);
-  return true;
-}
-
-bool run_library_op(const LibraryRecipe& r, OSSL_LIB_CTX* libctx, const char* propq,
+bool run_library_op(const LibraryRecipe& r, const offload::LibraryTarget& target,
                     offload::OpOutput* out) {
   if (r.key == nullptr) return false;
+  if (target.engine != nullptr) return run_engine_op(r, target.engine, out);
+  OSSL_LIB_CTX* libctx = target.libctx;
+  const char* propq = target.propq;
   Pkey key = import_key(libctx, propq, r.alg, r.key->params(), EVP_PKEY_KEYPAIR);
   if (key == nullptr) return false;
   PkeyCtx ctx(EVP_PKEY_CTX_new_from_pkey(libctx, key.get(), propq));
@@ -89,12 +81,14 @@ bool run_library_op(const LibraryRecipe& r, OSSL_LIB_CTX* libctx, const char* pr
   switch (r.operation) {
     case LibraryRecipe::Operation::kSign:
       if (EVP_PKEY_sign_init_ex(c, r.params.get()) != 1) return false;
-      return run_twice([&](unsigned char* o,
-                           size_t* len) { return EVP_PKEY_sign(c, o, len, in.data(), in.size()); },
-                       r.outsize, &out->bytes);
+      return output_twice(
+          [&](unsigned char* o, size_t* len) {
+            return EVP_PKEY_sign(c, o, len, in.data(), in.size());
+          },
+          r.outsize, &out->bytes);
     case LibraryRecipe::Operation::kDecrypt:
       if (EVP_PKEY_decrypt_init_ex(c, r.params.get()) != 1) return false;
-      return run_twice(
+      return output_twice(
           [&](unsigned char* o, size_t* len) {
             return EVP_PKEY_decrypt(c, o, len, in.data(), in.size());
           },
@@ -106,8 +100,8 @@ bool run_library_op(const LibraryRecipe& r, OSSL_LIB_CTX* libctx, const char* pr
       Pkey peer = import_key(libctx, propq, r.alg, peer_params.get(), EVP_PKEY_PUBLIC_KEY);
       // The caller's EVP_PKEY_derive_set_peer validated this peer already; not twice.
       if (peer == nullptr || EVP_PKEY_derive_set_peer_ex(c, peer.get(), 0) != 1) return false;
-      return run_twice([&](unsigned char* o, size_t* len) { return EVP_PKEY_derive(c, o, len); },
-                       r.outsize, &out->bytes);
+      return output_twice([&](unsigned char* o, size_t* len) { return EVP_PKEY_derive(c, o, len); },
+                          r.outsize, &out->bytes);
     }
   }
   return false;
@@ -173,6 +167,16 @@ std::shared_ptr<const offload::PrivateKey> KeyExport::private_key() const {
   return private_key_;
 }
 
+std::shared_ptr<EVP_PKEY> KeyExport::engine_key(ENGINE* engine) const {
+  std::lock_guard lock(engine_keys_mutex_);
+  for (const auto& [e, key] : engine_keys_) {
+    if (e == engine) return key;
+  }
+  std::shared_ptr<EVP_PKEY> key = make_engine_key(alg_, params(), engine);
+  if (key != nullptr) engine_keys_.emplace_back(engine, key);
+  return key;
+}
+
 std::shared_ptr<KeyExport> key_export(KeyData* key) {
   std::lock_guard lock(key->export_mutex);
   if (key->exported == nullptr) key->exported = std::make_shared<KeyExport>(key->alg, key->inner);
@@ -185,10 +189,10 @@ void forget_key_export(KeyData* key) {
 }
 
 offload::LibraryFn library_fn(std::shared_ptr<const LibraryRecipe> recipe) {
-  return [recipe = std::move(recipe)](OSSL_LIB_CTX* libctx, const char* propq,
-                                      offload::OpOutput* out) {
-    return run_library_op(*recipe, libctx, propq, out);
-  };
+  return
+      [recipe = std::move(recipe)](const offload::LibraryTarget& target, offload::OpOutput* out) {
+        return run_library_op(*recipe, target, out);
+      };
 }
 
 }  // namespace accelgate::provider

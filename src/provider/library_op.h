@@ -20,10 +20,12 @@
 #include <openssl/core.h>
 #include <openssl/param_build.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "accelgate/offload/op.h"
@@ -79,6 +81,12 @@ class KeyExport {
   // library context (imported from params() on the first call), for engines that do the
   // arithmetic themselves; null when it cannot be made. Any thread.
   std::shared_ptr<const offload::PrivateKey> private_key() const;
+  // engine_key returns the key as a legacy EVP_PKEY bound to |engine| (engine_op.h), made on the
+  // first call for that engine and kept with this export, so a server binds each certificate key
+  // once, not once per handshake. The kept key holds a functional reference on the engine (it is
+  // finished only after the key is gone). Null when it cannot be made (not cached: the next call
+  // tries again). Any thread.
+  std::shared_ptr<EVP_PKEY> engine_key(ENGINE* engine) const;
 
  private:
   const Algorithm alg_;
@@ -87,6 +95,10 @@ class KeyExport {
   mutable OwnedParams params_;
   mutable std::once_flag pkey_once_;
   mutable std::shared_ptr<const offload::PrivateKey> private_key_;
+  // One entry per engine the key was used with (one, in practice). An ENGINE* cannot be reused
+  // for another engine while an entry holds a reference on it.
+  mutable std::mutex engine_keys_mutex_;
+  mutable std::vector<std::pair<ENGINE*, std::shared_ptr<EVP_PKEY>>> engine_keys_;
 };
 
 // key_export returns |key|'s KeyExport, making it on first use (the export itself waits for
@@ -112,9 +124,25 @@ struct LibraryRecipe {
   size_t outsize = 0;
 };
 
-// library_fn makes the LibraryFn of |recipe|: it imports the key (and the peer) into |libctx|
-// with |propq|, runs the operation there and returns the bytes. It returns false on any failure
-// (the dispatcher then falls back), leaving OpenSSL's errors on the calling thread's queue.
+// library_fn makes the LibraryFn of |recipe|. For a target with a library context only, it
+// imports the key (and the peer) into the context with the target's property query, runs the
+// operation there and returns the bytes; for a target with an ENGINE it runs the operation
+// through the engine (run_engine_op, engine_op.h). It returns false on any failure (the
+// dispatcher then falls back), leaving OpenSSL's errors on the calling thread's queue.
 offload::LibraryFn library_fn(std::shared_ptr<const LibraryRecipe> recipe);
+
+// output_twice runs |step| (an EVP call with an output buffer and length) to learn the output
+// size, cuts it to |outsize| (as the software path of each operation does) and runs it again
+// into |bytes|.
+template <typename Step>
+bool output_twice(Step step, size_t outsize, std::vector<uint8_t>* bytes) {
+  size_t len = 0;
+  if (step(nullptr, &len) != 1) return false;
+  len = std::min(len, outsize);
+  bytes->resize(len);
+  if (step(bytes->data(), &len) != 1) return false;
+  bytes->resize(len);
+  return true;
+}
 
 }  // namespace accelgate::provider

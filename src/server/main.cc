@@ -92,6 +92,7 @@ int print_engines(const accelgate::config::LoadOptions& options, bool conf_given
     std::printf("%-8s %-10s %s%s\n", e.name.c_str(), e.available ? "available" : "no",
                 e.accelerates.c_str(), e.chosen ? "  <- chosen" : "");
     if (!e.available) std::printf("%-8s %-10s (%s)\n", "", "", e.reason.c_str());
+    if (!e.detail.empty()) std::printf("%-8s %-10s %s\n", "", "", e.detail.c_str());
   }
   std::string chosen = accelgate::offload::resolve_crypto(settings);
   std::printf("crypto %s: %s, fallback %s\n", settings.crypto.c_str(),

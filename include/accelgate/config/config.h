@@ -171,6 +171,15 @@ struct OffloadSettings {
   // events. The module in other applications uses 20us (ops arrive one by one from the
   // application's thread).
   std::chrono::microseconds mb_flush{0};
+  // EngineCtrl is one `openssl_engine_ctrl NAME [VALUE];`: a control command sent to an OpenSSL
+  // ENGINE (openssl:<id>) before ENGINE_init, in the order written.
+  struct EngineCtrl {
+    std::string name;
+    std::string value;
+    bool has_value = false;  // `openssl_engine_ctrl NAME;` sends no value
+    SourceLocation where;
+  };
+  std::vector<EngineCtrl> engine_ctrls;
   // The emulated device (`emu`), for tests and demonstrations.
   struct Emu {
     std::chrono::microseconds latency{200};  // from submission to completion, at least

@@ -53,10 +53,20 @@ struct OpOutput {
 // deadline passed while the software fallback computes it again).
 using SoftwareFn = std::function<bool(OpOutput* out)>;
 
-// LibraryFn computes an op through another OpenSSL library context: the key and the operation's
-// parameters are handed to whatever provider |libctx| fetches with |propq| (a card's provider, for
-// the `openssl` engine). Same thread-safety as SoftwareFn; it may pause the calling ASYNC job.
-using LibraryFn = std::function<bool(OSSL_LIB_CTX* libctx, const char* propq, OpOutput* out)>;
+// LibraryTarget is where a LibraryFn computes, for the `openssl` engine: a library context and
+// property query (a card's provider), or an OpenSSL ENGINE (QAT_Engine, KAE; |engine| not null:
+// the key is bound to the engine and the operation runs through it). Pointers are borrowed for
+// the call.
+struct LibraryTarget {
+  OSSL_LIB_CTX* libctx = nullptr;
+  const char* propq = nullptr;
+  ENGINE* engine = nullptr;
+};
+
+// LibraryFn computes an op through another OpenSSL library context or an ENGINE: the key and the
+// operation's parameters are handed to whatever |target| names. Same thread-safety as
+// SoftwareFn; it may pause the calling ASYNC job.
+using LibraryFn = std::function<bool(const LibraryTarget& target, OpOutput* out)>;
 
 // PrivateKey is a private key in the form engines that do the arithmetic themselves (mb) need:
 // an EVP_PKEY of OpenSSL's default provider, owned, to import the key's parts from and to
@@ -112,10 +122,10 @@ class Op {
   // SoftwareFn). Every engine may use it: sw inline, pool on its threads, emu on its device.
   bool compute_in_software(OpOutput* out) const { return software_(out); }
 
-  // compute_with_library runs the op through |libctx| (see LibraryFn); false when the op's
+  // compute_with_library runs the op through |target| (see LibraryFn); false when the op's
   // creator gave no LibraryFn.
-  bool compute_with_library(OSSL_LIB_CTX* libctx, const char* propq, OpOutput* out) const {
-    return library_ && library_(libctx, propq, out);
+  bool compute_with_library(const LibraryTarget& target, OpOutput* out) const {
+    return library_ && library_(target, out);
   }
   bool has_library_fn() const { return static_cast<bool>(library_); }
   // set_library_fn is called by the op's creator before submitting.

@@ -52,6 +52,9 @@ struct EngineFactory {
   // create makes the Engine object of one worker loop; may fail (a device that cannot open).
   Result<std::unique_ptr<Engine>> (*create)(const config::OffloadSettings& settings,
                                             const EngineContext& context);
+  // detail, when set, adds a line to `--engines` (the openssl engine: whether OpenSSL ENGINEs can
+  // be loaded, and what `crypto openssl:ID` loaded).
+  std::string (*detail)(const config::OffloadSettings& settings) = nullptr;
 };
 
 // engine_factories lists every engine, best first (the order `crypto auto` tries).
@@ -67,6 +70,7 @@ struct EngineStatus {
   std::string reason;  // why not, when not available
   std::string accelerates;
   bool chosen = false;  // the engine `crypto` resolves to with these settings
+  std::string detail;   // EngineFactory::detail's line, or ""
 };
 std::vector<EngineStatus> describe_engines(const config::OffloadSettings& settings);
 

@@ -31,8 +31,10 @@ std::string probe_mb(const config::OffloadSettings& settings);
 Result<std::unique_ptr<Engine>> create_mb(const config::OffloadSettings& settings,
                                           const EngineContext& context);
 
-// openssl: a vendor's OpenSSL provider (`crypto openssl:ID`) driven in async mode.
+// openssl: a vendor's OpenSSL provider or ENGINE (`crypto openssl:ID`) driven in async mode;
+// describe_openssl says whether ENGINEs can be loaded and what ID loaded as.
 std::string probe_openssl(const config::OffloadSettings& settings);
+std::string describe_openssl(const config::OffloadSettings& settings);
 Result<std::unique_ptr<Engine>> create_openssl(const config::OffloadSettings& settings,
                                                const EngineContext& context);
 

@@ -64,6 +64,47 @@ TEST_F(ConfigTest, OffloadBlock) {
   EXPECT_EQ(ok("offload { emu latency=1s; }")->offload.emu.latency, 1'000'000us);
 }
 
+TEST_F(ConfigTest, OpensslEngineCtrl) {
+  EXPECT_TRUE(ok("offload { crypto openssl:qatengine; }")->offload.engine_ctrls.empty());
+  auto c = ok(R"(
+    offload {
+      openssl_engine_ctrl ENABLE_HEURISTIC_POLLING;
+      openssl_engine_ctrl SET_INTERNAL_POLL_INTERVAL 10000;
+      crypto openssl:qatengine;
+      openssl_engine_ctrl "SET_CONF_SECTION" "a b";
+    }
+  )");
+  const auto& ctrls = c->offload.engine_ctrls;
+  ASSERT_EQ(ctrls.size(), 3u);  // in the order written, before or after `crypto`
+  EXPECT_EQ(ctrls[0].name, "ENABLE_HEURISTIC_POLLING");
+  EXPECT_FALSE(ctrls[0].has_value);
+  EXPECT_EQ(ctrls[0].where.line, 3);
+  EXPECT_EQ(ctrls[1].name, "SET_INTERNAL_POLL_INTERVAL");
+  EXPECT_TRUE(ctrls[1].has_value);
+  EXPECT_EQ(ctrls[1].value, "10000");
+  EXPECT_EQ(ctrls[1].where.line, 4);
+  EXPECT_EQ(ctrls[2].value, "a b");
+  EXPECT_EQ(ctrls[2].where.line, 6);
+}
+
+TEST_F(ConfigTest, OpensslEngineCtrlErrors) {
+  EXPECT_CONFIG_ERROR(
+      error("offload {\n crypto openssl:kae;\n openssl_engine_ctrl A B C;\n}"),
+      "test.conf:3: ", "invalid number of arguments in \"openssl_engine_ctrl\" directive");
+  EXPECT_CONFIG_ERROR(
+      error("offload {\n crypto openssl:kae;\n openssl_engine_ctrl;\n}"),
+      "test.conf:3: ", "invalid number of arguments in \"openssl_engine_ctrl\" directive");
+  EXPECT_CONFIG_ERROR(error("offload { crypto openssl:kae; openssl_engine_ctrl \"\" 1; }"),
+                      "test.conf:1: ", "expecting a control command name");
+  EXPECT_CONFIG_ERROR(error("openssl_engine_ctrl POLL;"),
+                      "test.conf:1: ", "\"openssl_engine_ctrl\" directive is not allowed here");
+  // Without an openssl:ID engine the command would go nowhere: refused at its own line.
+  EXPECT_CONFIG_ERROR(error("offload {\n crypto emu;\n\n openssl_engine_ctrl X 1;\n}"),
+                      "test.conf:4: ", "\"openssl_engine_ctrl\" needs \"crypto openssl:ID\"");
+  EXPECT_CONFIG_ERROR(error("offload {\n openssl_engine_ctrl X 1;\n}"),
+                      "test.conf:2: ", "needs \"crypto openssl:ID\"");
+}
+
 TEST_F(ConfigTest, OffloadErrors) {
   EXPECT_CONFIG_ERROR(error("offload {\n crypto qat;\n}"), "test.conf:2: ",
                       "invalid value \"qat\" in \"crypto\" directive, expecting auto, off, sw");

@@ -1,19 +1,19 @@
-// openssl: a vendor's OpenSSL 3 provider (qatprovider, uadk_provider, or any other) loaded into a
-// library context of its own, driven in async mode as asynch_mode_nginx drives QAT_Engine: each
-// op runs in an OpenSSL ASYNC job of this engine on the worker loop's thread; the provider
+// openssl: a card through its vendor's OpenSSL 3 provider (qatprovider, uadk_provider) or
+// OpenSSL ENGINE (qatengine, kae), driven in async mode as asynch_mode_nginx drives QAT_Engine:
+// each op runs in an OpenSSL ASYNC job of this engine on the worker loop's thread; the vendor
 // pauses the job, and the job is resumed when its wait fds turn readable (notify event: the fds
-// are in the loop's epoll) or when polled (notify poll: heuristic, timer or busy).
+// are in the loop's epoll) or when polled (notify poll: heuristic, timer or busy; an ENGINE with
+// a POLL command is asked for completions first, QAT_Engine's external polling).
 //
-// The op reaches the vendor through Op::compute_with_library: the provider that made the op
-// exports the key and the operation's parameters into this engine's library context.
+// The op reaches the vendor through Op::compute_with_library with the Vendor's target
+// (vendor.h): the provider that made the op exports the key and the operation's parameters into
+// the vendor's library context, or binds the key to the ENGINE (src/provider/engine_op.h).
 //
 // A job is never started inside another: submit() is called from inside a TLS handshake's job,
 // so it only queues the op; the job starts from the loop (EventLoop::defer), outside any job.
 
 #include <openssl/async.h>
-#include <openssl/core_dispatch.h>
 #include <openssl/err.h>
-#include <openssl/provider.h>
 #include <poll.h>
 
 #include <algorithm>
@@ -27,116 +27,100 @@
 #include "accelgate/event/event_loop.h"
 #include "accelgate/offload/registry.h"
 #include "engines/engines.h"
+#include "engines/openssl/vendor.h"
 
 namespace accelgate::offload {
 namespace {
 
 constexpr size_t kMaxInflight = 1024;  // per loop; beyond it the op is Busy (falls back)
 
-std::string openssl_errors() {
-  std::string out;
-  unsigned long e;
-  while ((e = ERR_get_error()) != 0) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out.empty() ? "no OpenSSL error recorded" : out;
-}
-
-// provider_property returns the value of the `provider` property that |prov|'s algorithms
-// declare (qatprovider's say "provider=qatprovider"), or its name when none does. The two differ
-// for a provider loaded by path (the name is then the path), and a query for a value that no
-// algorithm declares picks any implementation: the default provider's as well as the vendor's.
-std::string provider_property(OSSL_PROVIDER* prov) {
-  constexpr std::string_view kKey = "provider=";
-  for (int operation : {OSSL_OP_SIGNATURE, OSSL_OP_KEYEXCH, OSSL_OP_ASYM_CIPHER, OSSL_OP_KEYMGMT}) {
-    int no_cache = 0;
-    const OSSL_ALGORITHM* algs = OSSL_PROVIDER_query_operation(prov, operation, &no_cache);
-    std::string value;
-    for (const OSSL_ALGORITHM* a = algs; a != nullptr && a->algorithm_names != nullptr; ++a) {
-      std::string_view props = a->property_definition != nullptr ? a->property_definition : "";
-      // A definition is a comma-separated list of name=value (OpenSSL's property(7)).
-      for (size_t pos = 0; pos < props.size() && value.empty();) {
-        size_t end = std::min(props.find(',', pos), props.size());
-        std::string_view item = props.substr(pos, end - pos);
-        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-        if (item.starts_with(kKey)) value = std::string(item.substr(kKey.size()));
-        pos = end + 1;
-      }
-      if (!value.empty()) break;
-    }
-    if (algs != nullptr) OSSL_PROVIDER_unquery_operation(prov, operation, algs);
-    if (!value.empty()) return value;
-  }
-  return OSSL_PROVIDER_get0_name(prov);
-}
-
-// VendorLibrary is the process-wide part: a library context with the vendor's provider and the
-// default one (for everything the vendor does not implement). Shared by every loop, and across
-// reloads while `crypto openssl:ID` stays the same (DeviceStore).
-class VendorLibrary {
- public:
-  static Result<std::shared_ptr<VendorLibrary>> open(const std::string& id) {
-    auto lib = std::shared_ptr<VendorLibrary>(new VendorLibrary());
-    lib->ctx_ = OSSL_LIB_CTX_new();
-    if (lib->ctx_ == nullptr) return Error{"OSSL_LIB_CTX_new() failed"};
-    lib->vendor_ = OSSL_PROVIDER_load(lib->ctx_, id.c_str());
-    if (lib->vendor_ == nullptr) {
-      return Error{"cannot load the OpenSSL provider \"" + id + "\" (" + openssl_errors() +
-                   "); OpenSSL ENGINEs (qatengine, kae) are not supported: use the vendor's "
-                   "provider (qatprovider, uadk_provider)"};
-    }
-    lib->default_ = OSSL_PROVIDER_load(lib->ctx_, "default");
-    if (lib->default_ == nullptr) return Error{"cannot load the default provider"};
-    lib->propq_ = "?provider=" + provider_property(lib->vendor_);
-    return lib;
-  }
-  ~VendorLibrary() {
-    if (vendor_ != nullptr) OSSL_PROVIDER_unload(vendor_);
-    if (default_ != nullptr) OSSL_PROVIDER_unload(default_);
-    OSSL_LIB_CTX_free(ctx_);
-  }
-  OSSL_LIB_CTX* ctx() const { return ctx_; }
-  const char* propq() const { return propq_.c_str(); }
-
- private:
-  VendorLibrary() = default;
-  OSSL_LIB_CTX* ctx_ = nullptr;
-  OSSL_PROVIDER* vendor_ = nullptr;
-  OSSL_PROVIDER* default_ = nullptr;
-  std::string propq_;
-};
-
 std::string vendor_id(const config::OffloadSettings& settings) {
   const std::string& c = settings.crypto;
   return c.starts_with("openssl:") ? c.substr(8) : std::string();
 }
 
-// open_library returns the shared library context of |id|; a failure is remembered, so that
-// `--engines`, `-t` and every worker do not retry a provider that cannot load.
-Result<std::shared_ptr<VendorLibrary>> open_library(const std::string& id) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> failures;
-  {
-    std::lock_guard lock(mutex);
-    auto it = failures.find(id);
-    if (it != failures.end()) return Error{it->second};
+VendorOptions vendor_options(const config::OffloadSettings& settings) {
+  VendorOptions o;
+  o.id = vendor_id(settings);
+  o.ctrls = settings.engine_ctrls;
+  o.external_polling = settings.notify == config::OffloadSettings::Notify::kPoll;
+  return o;
+}
+
+// vendor_key spells out every setting a Vendor is opened with: the DeviceStore key, so loops
+// and configuration snapshots with the same settings share one vendor (one ENGINE_init per
+// process) and any change opens a new one.
+std::string vendor_key(const VendorOptions& o) {
+  std::string key = "openssl:" + o.id;
+  if (o.external_polling) key += "|notify=poll";
+  for (const auto& c : o.ctrls) key += "|ctrl:" + c.name + (c.has_value ? "=" + c.value : "");
+  return key;
+}
+
+// open_vendor_now loads |o.id| as a provider or, when it is none, as an ENGINE: a provider comes
+// first (the future-proof interface; OpenSSL 4.0 has no ENGINEs), and an id that is not one
+// costs only a failed module lookup.
+Result<std::unique_ptr<Vendor>> open_vendor_now(const VendorOptions& o) {
+  auto provider = open_provider_vendor(o.id);
+  if (provider) {
+    if (!o.ctrls.empty()) {
+      const auto& c = o.ctrls.front();
+      std::string where =
+          c.where.file.empty() ? "" : c.where.file + ":" + std::to_string(c.where.line) + ": ";
+      return Error{where + "openssl_engine_ctrl is for OpenSSL ENGINEs, and \"" + o.id +
+                   "\" is a provider"};
+    }
+    return provider;
   }
-  std::shared_ptr<VendorLibrary> lib;
+  ERR_clear_error();
+  bool loaded = false;
+  auto engine = open_engine_vendor(o, &loaded);
+  if (engine) return engine;
+  // An id that loaded as an ENGINE failed later (a control command, ENGINE_init): that is the
+  // whole story. Otherwise it is neither.
+  if (loaded) return engine.error();
+  return Error{provider.error().message + "; " + engine.error().message};
+}
+
+// VendorCache is what open_vendor remembers, process-wide (never destroyed: a vendor kept here
+// at exit is not torn down after OpenSSL's own cleanup).
+struct VendorCache {
+  std::mutex mutex;
+  // failures: a vendor that cannot load is not retried by `--engines`, `-t` and every worker.
+  std::map<std::string, std::string> failures;
+  // probed: the vendor a probe opened, kept until create_openssl takes it. A worker probes and
+  // then creates (Dispatcher::build); without this the vendor, with nothing holding it between
+  // the two, would be opened twice (an ENGINE initialised, finished and initialised again).
+  std::map<std::string, std::shared_ptr<Vendor>> probed;
+};
+
+VendorCache& vendor_cache() {
+  static auto* cache = new VendorCache();
+  return *cache;
+}
+
+// open_vendor returns the shared Vendor of |settings| (see VendorCache).
+Result<std::shared_ptr<Vendor>> open_vendor(const config::OffloadSettings& settings) {
+  VendorCache& cache = vendor_cache();
+  VendorOptions options = vendor_options(settings);
+  std::string key = vendor_key(options);
+  {
+    std::lock_guard lock(cache.mutex);
+    auto it = cache.failures.find(key);
+    if (it != cache.failures.end()) return Error{it->second};
+  }
   std::string error;
-  lib = DeviceStore::global().get<VendorLibrary>("openssl:" + id, [&] {
-    auto opened = VendorLibrary::open(id);
+  std::shared_ptr<Vendor> vendor = DeviceStore::global().get<Vendor>(key, [&] {
+    auto opened = open_vendor_now(options);
     if (!opened) {
       error = opened.error().message;
-      return std::shared_ptr<VendorLibrary>();
+      return std::shared_ptr<Vendor>();
     }
-    return *opened;
+    return std::shared_ptr<Vendor>(std::move(*opened));
   });
-  if (lib) return lib;
-  std::lock_guard lock(mutex);
-  failures[id] = error;
+  if (vendor) return vendor;
+  std::lock_guard lock(cache.mutex);
+  cache.failures[key] = error;
   return Error{error};
 }
 
@@ -152,7 +136,7 @@ struct Job {
   OpOutput output;
   int ret = 0;  // job_main's answer, written by the ASYNC_start_job call that finishes the job
   bool ok = false;
-  std::vector<int> fds;
+  std::vector<int> fds;  // in the loop's epoll (notify event)
 };
 
 class FdWatcher final : public event::IoHandler {
@@ -165,16 +149,24 @@ class FdWatcher final : public event::IoHandler {
   Job* job_;
 };
 
+// How often paused jobs are polled (notify poll: heuristic and timer; notify event: jobs that
+// paused without a wait fd). A card answers in tens to hundreds of microseconds.
+constexpr std::chrono::milliseconds kPollInterval{1};
+
 class OpensslEngine final : public Engine {
  public:
-  OpensslEngine(std::shared_ptr<VendorLibrary> lib, const config::OffloadSettings& settings,
+  OpensslEngine(std::shared_ptr<Vendor> vendor, const config::OffloadSettings& settings,
                 const EngineContext& context)
-      : lib_(std::move(lib)),
-        notify_(settings.notify),
+      : vendor_(std::move(vendor)),
+        target_(vendor_->target()),
+        // An ENGINE set up for external polling completes only when POLLed, whatever a later
+        // configuration says (vendor_engine.cc warns about that).
+        notify_(vendor_->has_poll_command() ? config::OffloadSettings::Notify::kPoll
+                                            : settings.notify),
         poll_mode_(settings.poll_mode),
         loop_(context.loop),
         sink_(context.sink),
-        poll_timer_(context.loop, [this] { poll_paused(); }) {}
+        poll_timer_(context.loop, [this] { on_poll_timer(); }) {}
 
   ~OpensslEngine() override {
     // A paused job cannot be dropped: run each to its end (bounded), then free it. Happens only
@@ -184,9 +176,12 @@ class OpensslEngine final : public Engine {
   }
 
   std::string_view name() const override { return "openssl"; }
-  // X25519 keygen is not offered: its output must be a key of the caller's default provider,
-  // which a LibraryFn cannot produce (the provider makes no LibraryFn for it).
-  bool accelerates(const Op& op) const override { return op.kind() != OpKind::kX25519Keygen; }
+  // What the vendor does not implement goes to the next engine, uncounted: X25519 keygen always
+  // (its output must be a key of the caller's default provider, which a LibraryFn cannot make),
+  // and for an ENGINE whatever its methods leave to OpenSSL (vendor_engine.cc).
+  bool accelerates(const Op& op) const override {
+    return op.kind() != OpKind::kX25519Keygen && vendor_->accelerates(op.kind());
+  }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
     if (!op->has_library_fn()) return SubmitResult::kFailed;
@@ -206,18 +201,27 @@ class OpensslEngine final : public Engine {
     return SubmitResult::kPending;
   }
 
+  // poll is called before the loop blocks. notify poll: `busy` polls every time and keeps the
+  // loop from blocking while jobs are paused; `heuristic` polls now, when the loop has nothing
+  // else to do (the moment asynch_mode_nginx's heuristic polling picks), with the timer as a
+  // backstop; `timer` polls on the timer only.
   bool poll() override {
-    if (notify_ == config::OffloadSettings::Notify::kPoll &&
-        poll_mode_ == config::OffloadSettings::PollMode::kBusy && paused_ > 0) {
-      poll_paused();
-      return paused_ > 0;  // busy polling: the loop does not block while jobs are paused
+    if (notify_ != config::OffloadSettings::Notify::kPoll || paused_ == 0) return false;
+    switch (poll_mode_) {
+      case config::OffloadSettings::PollMode::kBusy:
+        poll_round();
+        return paused_ > 0;
+      case config::OffloadSettings::PollMode::kHeuristic:
+        return poll_round() > 0;
+      case config::OffloadSettings::PollMode::kTimer:
+        return false;
     }
     return false;
   }
 
   size_t inflight() const override { return jobs_.size(); }
 
-  // run starts or resumes |job| (outside any other job).
+  // run starts or resumes |job| (outside any other job); it may complete and free it.
   void run(Job& job) {
     JobArg arg{&job};
     bool resuming = job.async_job != nullptr;
@@ -250,11 +254,10 @@ class OpensslEngine final : public Engine {
 
   static int job_main(void* arg) {
     Job* job = static_cast<JobArg*>(arg)->job;
-    return job->op->compute_with_library(job->engine->lib_->ctx(), job->engine->lib_->propq(),
-                                         &job->output)
-               ? 1
-               : 0;
+    return job->op->compute_with_library(job->engine->target_, &job->output) ? 1 : 0;
   }
+
+  bool polled() const { return notify_ == config::OffloadSettings::Notify::kPoll; }
 
   void start_queued() {
     start_scheduled_ = false;
@@ -265,9 +268,9 @@ class OpensslEngine final : public Engine {
 
   // watch puts the paused job's wait fds in epoll (notify event) or arms polling.
   void watch(Job& job) {
-    if (notify_ == config::OffloadSettings::Notify::kPoll) {
+    if (polled()) {
       if (poll_mode_ != config::OffloadSettings::PollMode::kBusy && !poll_timer_.armed()) {
-        poll_timer_.arm(std::chrono::milliseconds(1));
+        poll_timer_.arm(kPollInterval);
       }
       return;
     }
@@ -290,32 +293,68 @@ class OpensslEngine final : public Engine {
       watchers_[fd] = std::move(w);
     }
     if (job.fds.empty()) {
-      // The provider paused without a wait fd: fall back to polling this job.
-      if (!poll_timer_.armed()) poll_timer_.arm(std::chrono::milliseconds(1));
+      // The vendor paused without a wait fd: fall back to polling this job.
+      if (!poll_timer_.armed()) poll_timer_.arm(kPollInterval);
     }
   }
 
-  // poll_paused resumes every paused job (the provider pauses again if it is not done).
-  void poll_paused() {
-    std::vector<Job*> paused;
+  // pollable says whether polling (not epoll) resumes |job|: every paused job with notify poll,
+  // and with notify event a job paused without a wait fd. (A queued job has no ASYNC job yet.)
+  bool pollable(const Job& job) const {
+    return job.async_job != nullptr && (polled() || job.fds.empty());
+  }
+
+  // ready_to_resume picks the pollable jobs worth resuming: with notify poll, those whose wait
+  // fds are readable (one poll(2) for all of them) and those without a wait fd (the vendor
+  // gave none: only resuming tells); with notify event, the jobs without a wait fd.
+  std::vector<Job*> ready_to_resume() {
+    std::vector<Job*> ready;
+    std::vector<Job*> watched;  // jobs whose fds are polled below
+    std::vector<pollfd> fds;
+    std::vector<size_t> owner;  // fds[i] is a wait fd of watched[owner[i]]
     for (auto& job : jobs_) {
-      bool queued = std::find(starting_.begin(), starting_.end(), job.get()) != starting_.end();
-      if (job->async_job != nullptr && !queued &&
-          (notify_ == config::OffloadSettings::Notify::kPoll || job->fds.empty())) {
-        paused.push_back(job.get());
+      if (!pollable(*job)) continue;
+      size_t n = 0;
+      if (polled()) ASYNC_WAIT_CTX_get_all_fds(job->wait_ctx, nullptr, &n);
+      if (n == 0) {
+        ready.push_back(job.get());
+        continue;
       }
+      std::vector<OSSL_ASYNC_FD> own(n);
+      ASYNC_WAIT_CTX_get_all_fds(job->wait_ctx, own.data(), &n);
+      for (size_t i = 0; i < n; ++i) {
+        fds.push_back({own[i], POLLIN, 0});
+        owner.push_back(watched.size());
+      }
+      watched.push_back(job.get());
     }
-    for (Job* job : paused) run(*job);
-    bool still = false;
-    for (auto& job : jobs_) {
-      still |= job->async_job != nullptr &&
-               (notify_ == config::OffloadSettings::Notify::kPoll || job->fds.empty());
+    if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return ready;
+    std::vector<bool> taken(watched.size(), false);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0 || taken[owner[i]]) continue;
+      taken[owner[i]] = true;
+      ready.push_back(watched[owner[i]]);
     }
-    // heuristic and timer both poll every millisecond while jobs are paused (a card answers in
-    // tens to hundreds of microseconds); busy polls on every loop iteration (poll()).
-    if (still && poll_mode_ != config::OffloadSettings::PollMode::kBusy) {
-      poll_timer_.arm(std::chrono::milliseconds(1));
-    }
+    return ready;
+  }
+
+  // poll_round asks the device for completions (an ENGINE's POLL command, with notify poll)
+  // and resumes the jobs that may have finished; the vendor pauses again a job that has not.
+  // Returns how many jobs ended.
+  size_t poll_round() {
+    if (polled() && vendor_->has_poll_command()) vendor_->poll_device();
+    size_t before = jobs_.size();
+    for (Job* job : ready_to_resume()) run(*job);
+    return before - jobs_.size();
+  }
+
+  void on_poll_timer() {
+    poll_round();
+    bool still = std::any_of(jobs_.begin(), jobs_.end(),
+                             [this](const std::unique_ptr<Job>& j) { return pollable(*j); });
+    // With notify poll and poll_mode busy, poll() polls on every loop iteration instead.
+    bool busy = polled() && poll_mode_ == config::OffloadSettings::PollMode::kBusy;
+    if (still && !busy && !poll_timer_.armed()) poll_timer_.arm(kPollInterval);
   }
 
   void unwatch(Job& job) {
@@ -347,6 +386,7 @@ class OpensslEngine final : public Engine {
         ::poll(fds.data(), fds.size(), 10);
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polled: do not spin
+        if (polled() && vendor_->has_poll_command()) vendor_->poll_device();
       }
       JobArg arg{&job};
       if (ASYNC_start_job(&job.async_job, job.wait_ctx, &job.ret, job_main, &arg, sizeof(arg)) !=
@@ -360,7 +400,8 @@ class OpensslEngine final : public Engine {
   }
 
   friend class FdWatcher;
-  std::shared_ptr<VendorLibrary> lib_;
+  std::shared_ptr<Vendor> vendor_;
+  LibraryTarget target_;
   config::OffloadSettings::Notify notify_;
   config::OffloadSettings::PollMode poll_mode_;
   event::EventLoop* loop_;
@@ -391,20 +432,35 @@ void FdWatcher::on_io(uint32_t) {
 }  // namespace
 
 std::string probe_openssl(const config::OffloadSettings& settings) {
-  std::string id = vendor_id(settings);
-  if (id.empty()) {
+  if (vendor_id(settings).empty()) {
     return "needs `crypto openssl:ID;` naming a vendor's OpenSSL provider (qatprovider, "
-           "uadk_provider, or a module path)";
+           "uadk_provider) or ENGINE (qatengine, kae), or a path to one";
   }
-  auto lib = open_library(id);
-  return lib ? std::string() : lib.error().message;
+  auto vendor = open_vendor(settings);
+  if (!vendor) return vendor.error().message;
+  VendorCache& cache = vendor_cache();
+  std::lock_guard lock(cache.mutex);
+  cache.probed[vendor_key(vendor_options(settings))] = std::move(*vendor);
+  return {};
+}
+
+std::string describe_openssl(const config::OffloadSettings& settings) {
+  std::string out = "OpenSSL ENGINE support: " + engine_api_status();
+  if (vendor_id(settings).empty()) return out;
+  auto vendor = open_vendor(settings);
+  if (vendor) out += "; loaded: " + (*vendor)->description();
+  return out;
 }
 
 Result<std::unique_ptr<Engine>> create_openssl(const config::OffloadSettings& settings,
                                                const EngineContext& context) {
-  auto lib = open_library(vendor_id(settings));
-  if (!lib) return lib.error();
-  return std::unique_ptr<Engine>(new OpensslEngine(std::move(*lib), settings, context));
+  auto vendor = open_vendor(settings);
+  if (!vendor) return vendor.error();
+  auto engine = std::make_unique<OpensslEngine>(std::move(*vendor), settings, context);
+  VendorCache& cache = vendor_cache();
+  std::lock_guard lock(cache.mutex);
+  cache.probed.erase(vendor_key(vendor_options(settings)));  // held by the engine now
+  return std::unique_ptr<Engine>(std::move(engine));
 }
 
 }  // namespace accelgate::offload
