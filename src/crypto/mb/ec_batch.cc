@@ -143,4 +143,23 @@ EcOutcome ecdh_batch(Backend backend, EcCurve curve, std::span<const EcdhLane> l
   return restrict_to(outcome, lanes.size());
 }
 
+int ec_field_limbs_for_test(EcFieldForTest field) {
+  return field == EcFieldForTest::kP384 || field == EcFieldForTest::kP384Order ? 8 : 5;
+}
+
+void ec_field_for_test(Backend backend, EcFieldForTest field, EcFieldOp op, uint64_t* r,
+                       const uint64_t* a, const uint64_t* b) {
+  kernels(backend).field_for_test(static_cast<int>(field), static_cast<int>(op), r, a, b);
+}
+
+size_t ec_comb_table_words(EcCurve curve) {
+  return curve == EcCurve::kP256 ? detail::kCombWordsP256 : detail::kCombWordsP384;
+}
+
+void ec_comb_table_for_test(Backend backend, EcCurve curve, uint64_t* table) {
+  std::unique_ptr<void, FreeDeleter> scratch(std::aligned_alloc(64, detail::kEcWorkspaceBytes));
+  const detail::EcKernelTable& k = kernels(backend);
+  (curve == EcCurve::kP256 ? k.build_comb_p256 : k.build_comb_p384)(table, scratch.get());
+}
+
 }  // namespace accelgate::crypto::mb

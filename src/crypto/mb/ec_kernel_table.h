@@ -63,6 +63,8 @@ struct EcKernelTable {
   void (*build_comb_p256)(uint64_t* table, void* workspace);
   void (*build_comb_p384)(uint64_t* table, void* workspace);
   void (*build_x25519_base)(uint64_t* table, void* workspace);
+  // field_for_test serves ec_field_for_test (field and op as the enums' values).
+  void (*field_for_test)(int field, int op, uint64_t* r, const uint64_t* a, const uint64_t* b);
 };
 
 const EcKernelTable& ec_portable_kernels();

@@ -42,6 +42,7 @@ constexpr accelgate::crypto::mb::detail::EcKernelTable kEcIfmaTable{
     &build_comb_p256<VecIfma>,
     &build_comb_p384<VecIfma>,
     nullptr,
+    &field_for_test<VecIfma>,
 };
 
 }  // namespace

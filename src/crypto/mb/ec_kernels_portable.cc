@@ -30,6 +30,7 @@ constexpr accelgate::crypto::mb::detail::EcKernelTable kEcPortableTable{
     &build_comb_p256<VecPortable>,
     &build_comb_p384<VecPortable>,
     nullptr,
+    &field_for_test<VecPortable>,
 };
 
 }  // namespace

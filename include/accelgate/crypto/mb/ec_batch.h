@@ -109,4 +109,27 @@ struct EcdhLane {
 EcOutcome ecdh_batch(Backend backend, EcCurve curve, std::span<const EcdhLane> lanes,
                      const EcFaultInjection* fault = nullptr);
 
+// ---- Test hooks ----
+
+// EcFieldForTest names the fields of the kernels: the primes and orders of P-256 and P-384
+// (Montgomery arithmetic on 52-bit limbs, 5 or 8 limbs) and GF(2^255 - 19) (radix 2^51, 5 limbs).
+enum class EcFieldForTest { kP256, kP256Order, kP384, kP384Order, k25519 };
+enum class EcFieldOp { kMul, kSqr, kAdd, kSub, kInv };
+
+// ec_field_limbs_for_test is the limb count of |field|.
+int ec_field_limbs_for_test(EcFieldForTest field);
+
+// ec_field_for_test runs one field operation of |backend| over transposed operands (limb j of
+// lane l at index 8 j + l; |b| is ignored by kSqr and kInv). Montgomery fields: kMul is
+// a b / R mod m almost reduced (< 2m), kAdd and kSub reduce into [0, 2m), kInv is Fermat's
+// a^(m - 2) with Montgomery multiplications; GF(2^255 - 19): plain arithmetic mod p, results
+// "loose" (fe25519.inc).
+void ec_field_for_test(Backend backend, EcFieldForTest field, EcFieldOp op, uint64_t* r,
+                       const uint64_t* a, const uint64_t* b);
+
+// ec_comb_table_words is the size of |curve|'s fixed-base table in 64-bit words;
+// ec_comb_table_for_test builds it into |table| with |backend|.
+size_t ec_comb_table_words(EcCurve curve);
+void ec_comb_table_for_test(Backend backend, EcCurve curve, uint64_t* table);
+
 }  // namespace accelgate::crypto::mb

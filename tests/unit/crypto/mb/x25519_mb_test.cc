@@ -142,5 +142,133 @@ TEST(MbX25519, RandomKeyGenerationsMatchOpenSsl) {
               backend_name(backend));
 }
 
+// Batches of every fill 1..8 on every back end, with 16 canary bytes after each output, key
+// generations and derivations mixed in one batch; outcome masks cover the used lanes only.
+TEST(MbX25519, BatchFillsWithCanariesAndMixedLanes) {
+  for (Backend b : ec_backends()) {
+    for (size_t fill = 1; fill <= 8; ++fill) {
+      Bytes scalars[8], peers[8], outs[8];
+      std::vector<X25519Lane> lanes(fill);
+      for (size_t l = 0; l < fill; ++l) {
+        scalars[l] = random_bytes(32);
+        peers[l] = random_bytes(32);
+        outs[l].assign(48, 0xA5);
+        const bool keygen = (l + fill) % 3 == 0;
+        lanes[l] = {scalars[l].data(), keygen ? nullptr : peers[l].data(), outs[l].data()};
+      }
+      const X25519Outcome o = x25519_batch(b, lanes);
+      EXPECT_EQ(o.ok, (1u << fill) - 1) << "fill " << fill;
+      EXPECT_EQ(o.zero_output | o.check_failed, 0);
+      for (size_t l = 0; l < fill; ++l) {
+        const Bytes want = x25519_reference(scalars[l].data(), lanes[l].peer_u);
+        EXPECT_EQ(Bytes(outs[l].begin(), outs[l].begin() + 32), want) << "lane " << l;
+        EXPECT_EQ(Bytes(outs[l].begin() + 32, outs[l].end()), Bytes(16, 0xA5)) << "canary";
+      }
+    }
+  }
+}
+
+// RFC 7748 §5: bit 255 of u is masked, and u >= p is accepted as u mod p (OpenSSL agrees).
+TEST(MbX25519, DecodingMasksTheTopBitAndAcceptsNonCanonicalU) {
+  const Bytes k = random_bytes(32);
+  Bytes u = random_bytes(32);
+  u[31] &= 0x7F;
+  Bytes u_top = u;
+  u_top[31] |= 0x80;
+  X25519Outcome o;
+  const Bytes plain = one(best_backend(), k, &u, &o);
+  EXPECT_EQ(one(best_backend(), k, &u_top, &o), plain);
+  EXPECT_EQ(x25519_reference(k.data(), u.data()), plain);
+  // u = p + 9 (non-canonical, below 2^255) behaves as u = 9; so does 2^255 + 9 after masking.
+  Bytes p_plus_9 = from_hex("f6ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f");
+  Bytes nine(32, 0);
+  nine[0] = 9;
+  const Bytes want = one(best_backend(), k, &nine, &o);
+  EXPECT_EQ(o.ok, 1);
+  EXPECT_EQ(one(best_backend(), k, &p_plus_9, &o), want);
+  EXPECT_EQ(x25519_reference(k.data(), p_plus_9.data()), want);
+  Bytes top_9 = nine;
+  top_9[31] = 0x80;
+  EXPECT_EQ(one(best_backend(), k, &top_9, &o), want);
+}
+
+// Points of small order (and their non-canonical encodings) give the all-zero output, flagged
+// per lane, while the other lanes of the batch are unaffected; OpenSSL refuses them too.
+TEST(MbX25519, LowOrderPointsGiveZeroOutput) {
+  const char* kLowOrder[] = {
+      "0000000000000000000000000000000000000000000000000000000000000000",  // 0
+      "0100000000000000000000000000000000000000000000000000000000000000",  // 1
+      "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",  // order 8
+      "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",  // order 8
+      "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  // p - 1
+      "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  // p (= 0)
+      "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  // p + 1 (= 1)
+  };
+  for (Backend b : ec_backends()) {
+    for (const char* hex : kLowOrder) {
+      const Bytes bad = from_hex(hex);
+      Bytes scalars[8], peers[8], outs[8];
+      X25519Lane lanes[8];
+      for (int l = 0; l < 8; ++l) {
+        scalars[l] = random_bytes(32);
+        peers[l] = l == 2 ? bad : random_bytes(32);
+        outs[l].assign(32, 0xA5);
+        lanes[l] = {scalars[l].data(), peers[l].data(), outs[l].data()};
+      }
+      const X25519Outcome o = x25519_batch(b, lanes);
+      EXPECT_EQ(o.zero_output, 1 << 2) << hex;
+      EXPECT_EQ(o.ok, 0xFF & ~(1 << 2)) << hex;
+      EXPECT_EQ(outs[2], Bytes(32, 0)) << hex;
+      EXPECT_TRUE(x25519_reference(scalars[2].data(), peers[2].data()).empty()) << hex;
+    }
+  }
+}
+
+// Outputs may alias inputs (the scalar or the peer's u).
+TEST(MbX25519, OutputMayAliasInput) {
+  Bytes k = random_bytes(32), u = random_bytes(32);
+  const Bytes want = x25519_reference(k.data(), u.data());
+  Bytes k2 = k, u2 = u;
+  const X25519Lane lanes[2] = {{k.data(), u.data(), k.data()}, {k2.data(), u2.data(), u2.data()}};
+  const X25519Outcome o = x25519_batch(best_backend(), lanes);
+  EXPECT_EQ(o.ok, 3);
+  EXPECT_EQ(k, want);
+  EXPECT_EQ(u2, want);
+}
+
+TEST(MbX25519, RefusesEmptyAndOversizedBatches) {
+  Bytes k = random_bytes(32), out(32);
+  std::vector<X25519Lane> nine(9, X25519Lane{k.data(), nullptr, out.data()});
+  EXPECT_EQ(x25519_batch(best_backend(), {}).ok, 0);
+  const X25519Outcome o = x25519_batch(best_backend(), nine);
+  EXPECT_EQ(o.ok | o.zero_output | o.check_failed, 0);
+}
+
+// The checked API: results equal OpenSSL's, a low-order peer fails its lane (OpenSSL refuses it
+// as well) without counting, and nothing is recomputed in a clean batch.
+TEST(MbX25519Checked, MatchesOpenSslAndFailsLowOrderPeers) {
+  Bytes priv[8], peer[8], out[8];
+  X25519CheckedLane lanes[8];
+  for (int l = 0; l < 8; ++l) {
+    priv[l] = random_bytes(32);
+    peer[l] = l == 6 ? Bytes(32, 0) : random_bytes(32);
+    out[l].assign(32, 0xA5);
+    lanes[l] = {priv[l].data(), l == 1 ? nullptr : peer[l].data(), out[l].data()};
+  }
+  const uint64_t before = ec_software_recompute_count();
+  const CheckedOutcome o = x25519_checked(best_backend(), lanes);
+  EXPECT_EQ(o.ok, 0xFF & ~(1 << 6));
+  EXPECT_EQ(o.failed, 1 << 6);
+  EXPECT_EQ(o.recomputed, 0);
+  EXPECT_EQ(ec_software_recompute_count(), before);
+  for (int l = 0; l < 8; ++l) {
+    if (l == 6) {
+      EXPECT_EQ(out[l], Bytes(32, 0));
+    } else {
+      EXPECT_EQ(out[l], x25519_reference(priv[l].data(), lanes[l].peer)) << "lane " << l;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace accelgate::crypto::mb
