@@ -53,6 +53,13 @@ const uint64_t* comb_table(EcCurve curve) {
   return table.get();
 }
 
+// x25519_base_table is the fixed-base table of X25519 key generation, built on first use.
+const uint64_t* x25519_base_table() {
+  static const TablePtr table =
+      build_table(detail::kX25519BaseWords, &detail::EcKernelTable::build_x25519_base);
+  return table.get();
+}
+
 uint8_t used_mask(size_t count) { return static_cast<uint8_t>((1u << count) - 1); }
 
 EcOutcome restrict_to(EcOutcome o, size_t count) {
@@ -73,14 +80,17 @@ X25519Outcome x25519_batch(Backend backend, std::span<const X25519Lane> lanes,
   // before they write any output, so outputs may alias inputs.
   uint8_t discard[kBatch][32];
   detail::X25519Job job{};
+  bool all_keygen = true;
   for (int l = 0; l < kBatch; ++l) {
     const bool used = static_cast<size_t>(l) < lanes.size();
     const X25519Lane& lane = used ? lanes[l] : lanes[0];
     job.scalar[l] = lane.scalar;
     job.peer_u[l] = lane.peer_u;
     job.out[l] = used ? lane.out : discard[l];
+    all_keygen = all_keygen && lane.peer_u == nullptr;
   }
-  job.base_table = nullptr;
+  // Key generations only: the fixed-base comb; otherwise the ladder for every lane.
+  job.base_table = all_keygen ? x25519_base_table() : nullptr;
   job.fault = fault;
   job.workspace = workspace();
   X25519Outcome outcome = kernels(backend).x25519(job);
@@ -160,6 +170,13 @@ void ec_comb_table_for_test(Backend backend, EcCurve curve, uint64_t* table) {
   std::unique_ptr<void, FreeDeleter> scratch(std::aligned_alloc(64, detail::kEcWorkspaceBytes));
   const detail::EcKernelTable& k = kernels(backend);
   (curve == EcCurve::kP256 ? k.build_comb_p256 : k.build_comb_p384)(table, scratch.get());
+}
+
+size_t ec_x25519_base_table_words() { return detail::kX25519BaseWords; }
+
+void ec_x25519_base_table_for_test(Backend backend, uint64_t* table) {
+  std::unique_ptr<void, FreeDeleter> scratch(std::aligned_alloc(64, detail::kEcWorkspaceBytes));
+  kernels(backend).build_x25519_base(table, scratch.get());
 }
 
 }  // namespace accelgate::crypto::mb

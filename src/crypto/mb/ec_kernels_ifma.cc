@@ -31,18 +31,13 @@ namespace {
 #include "ec_ops.inc"
 #include "fe25519.inc"
 #include "x25519.inc"
+#include "x25519_base.inc"
 // clang-format on
 
 constexpr accelgate::crypto::mb::detail::EcKernelTable kEcIfmaTable{
-    &x25519_any<VecIfma>,
-    &ecdsa_sign<VecIfma, CurveP256>,
-    &ecdsa_sign<VecIfma, CurveP384>,
-    &ecdh<VecIfma, CurveP256>,
-    &ecdh<VecIfma, CurveP384>,
-    &build_comb_p256<VecIfma>,
-    &build_comb_p384<VecIfma>,
-    nullptr,
-    &field_for_test<VecIfma>,
+    &x25519_dispatch<VecIfma>, &ecdsa_sign<VecIfma, CurveP256>, &ecdsa_sign<VecIfma, CurveP384>,
+    &ecdh<VecIfma, CurveP256>, &ecdh<VecIfma, CurveP384>,       &build_comb_p256<VecIfma>,
+    &build_comb_p384<VecIfma>, &build_x25519_base<VecIfma>,     &field_for_test<VecIfma>,
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
 // ec_kernels_portable.cc: the EC kernels (ec_field.inc, ec_point.inc, ec_ops.inc, fe25519.inc,
-// x25519.inc) over VecPortable. Plain C++ for any CPU, and the build the valgrind
+// x25519.inc, x25519_base.inc) over VecPortable. Plain C++ for any CPU, and the build the valgrind
 // constant-time test runs.
 
 #include <cstddef>
@@ -19,17 +19,14 @@ namespace {
 #include "ec_ops.inc"
 #include "fe25519.inc"
 #include "x25519.inc"
+#include "x25519_base.inc"
 // clang-format on
 
 constexpr accelgate::crypto::mb::detail::EcKernelTable kEcPortableTable{
-    &x25519_any<VecPortable>,
-    &ecdsa_sign<VecPortable, CurveP256>,
-    &ecdsa_sign<VecPortable, CurveP384>,
-    &ecdh<VecPortable, CurveP256>,
-    &ecdh<VecPortable, CurveP384>,
-    &build_comb_p256<VecPortable>,
-    &build_comb_p384<VecPortable>,
-    nullptr,
+    &x25519_dispatch<VecPortable>,       &ecdsa_sign<VecPortable, CurveP256>,
+    &ecdsa_sign<VecPortable, CurveP384>, &ecdh<VecPortable, CurveP256>,
+    &ecdh<VecPortable, CurveP384>,       &build_comb_p256<VecPortable>,
+    &build_comb_p384<VecPortable>,       &build_x25519_base<VecPortable>,
     &field_for_test<VecPortable>,
 };
 

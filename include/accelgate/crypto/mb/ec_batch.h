@@ -132,4 +132,9 @@ void ec_field_for_test(Backend backend, EcFieldForTest field, EcFieldOp op, uint
 size_t ec_comb_table_words(EcCurve curve);
 void ec_comb_table_for_test(Backend backend, EcCurve curve, uint64_t* table);
 
+// ec_x25519_base_table_words and ec_x25519_base_table_for_test: the same for X25519's
+// fixed-base table (key generation).
+size_t ec_x25519_base_table_words();
+void ec_x25519_base_table_for_test(Backend backend, uint64_t* table);
+
 }  // namespace accelgate::crypto::mb

@@ -242,6 +242,9 @@ int main(int argc, char** argv) {
                                 nonce384.data(), r384.data(),   s384.data()};
     mb::ecdsa_sign_batch(mb::Backend::kPortable, mb::EcCurve::kP384, {&lane384, 1});
     EVP_PKEY_free(key384.pkey);
+    Bytes scalar(32, 5), pub(32);
+    const mb::X25519Lane keygen{scalar.data(), nullptr, pub.data()};
+    mb::x25519_batch(mb::Backend::kPortable, {&keygen, 1});
   }
   const unsigned before = VALGRIND_COUNT_ERRORS;
   bool ok = true;

@@ -252,6 +252,10 @@ TEST(MbEcBackends, CombTablesBitForBit) {
     ec_comb_table_for_test(Backend::kIfma, curve, b.data());
     EXPECT_EQ(a, b) << ec_curve_name(curve);
   }
+  std::vector<uint64_t> a(ec_x25519_base_table_words()), b(a.size());
+  ec_x25519_base_table_for_test(Backend::kPortable, a.data());
+  ec_x25519_base_table_for_test(Backend::kIfma, b.data());
+  EXPECT_EQ(a, b) << "X25519";
 }
 
 TEST(MbEcBackends, IfmaEqualsPortableBitForBit) {
