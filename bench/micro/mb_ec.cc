@@ -264,10 +264,12 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMicrosecond);
     for (mb::Backend b : {mb::Backend::kIfma, mb::Backend::kPortable}) {
       if (b == mb::Backend::kIfma && !mb::detect_ifma().usable) continue;
-      const std::string bn = mb::backend_name(b);
-      benchmark::RegisterBenchmark(("BM_mb/" + bn + "/" + n).c_str(), BM_mb, c, b)
+      std::string suffix = mb::backend_name(b);
+      suffix += "/";
+      suffix += n;
+      benchmark::RegisterBenchmark(("BM_mb/" + suffix).c_str(), BM_mb, c, b)
           ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("BM_raw/" + bn + "/" + n).c_str(), BM_raw, c, b)
+      benchmark::RegisterBenchmark(("BM_raw/" + suffix).c_str(), BM_raw, c, b)
           ->Unit(benchmark::kMicrosecond);
     }
   }

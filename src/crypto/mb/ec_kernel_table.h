@@ -46,12 +46,12 @@ struct EcdhJob {
 };
 
 // kEcWorkspaceBytes covers the largest kernel's scratch (the table builds, about 80 KiB).
-inline constexpr size_t kEcWorkspaceBytes = 128 * 1024;
+inline constexpr size_t kEcWorkspaceBytes = size_t{128} * 1024;
 
-// Table sizes in 64-bit words (see ec_point.inc, comb_table_words, and x25519.inc).
-inline constexpr size_t kCombWordsP256 = 37 * 2 * 5 * 64;
-inline constexpr size_t kCombWordsP384 = 65 * 2 * 8 * 32;
-inline constexpr size_t kX25519BaseWords = 43 * 3 * 5 * 32;
+// Table sizes in 64-bit words (see ec_point.inc, comb_table_words, and x25519_base.inc).
+inline constexpr size_t kCombWordsP256 = size_t{37} * 2 * 5 * 64;
+inline constexpr size_t kCombWordsP384 = size_t{65} * 2 * 8 * 32;
+inline constexpr size_t kX25519BaseWords = size_t{43} * 3 * 5 * 32;
 
 struct EcKernelTable {
   X25519Outcome (*x25519)(const X25519Job& job);

@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
     const mb::X25519Lane keygen{scalar.data(), nullptr, pub.data()};
     mb::x25519_batch(mb::Backend::kPortable, {&keygen, 1});
   }
-  const unsigned before = VALGRIND_COUNT_ERRORS;
+  const auto before = static_cast<unsigned>(VALGRIND_COUNT_ERRORS);
   bool ok = true;
   auto want = [&](const char* name) { return only.empty() || only == name; };
   if (leak) {
@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
     if (want("ecdh-p256")) ok = run_ecdh(mb::EcCurve::kP256, false) && ok;
     if (want("ecdh-p384")) ok = run_ecdh(mb::EcCurve::kP384, false) && ok;
   }
-  const unsigned errors = VALGRIND_COUNT_ERRORS;
+  const auto errors = static_cast<unsigned>(VALGRIND_COUNT_ERRORS);
   std::printf("memcheck errors: %u (%u before the secrets)\n", errors, before);
   return ok && errors == 0 ? 0 : 1;
 }

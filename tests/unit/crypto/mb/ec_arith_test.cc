@@ -87,7 +87,7 @@ std::vector<std::vector<uint64_t>> edge_values(const FieldCase& f, const BIGNUM*
     std::vector<uint64_t> v(static_cast<size_t>(limbs));
     std::vector<uint64_t> t(8 * static_cast<size_t>(limbs));
     put(t, limbs, f.radix, 0, x);
-    for (int j = 0; j < limbs; ++j) v[j] = t[8 * j];
+    for (size_t j = 0; j < v.size(); ++j) v[j] = t[8 * j];
     out.push_back(v);
   };
   Bn x;
@@ -109,7 +109,7 @@ std::vector<std::vector<uint64_t>> edge_values(const FieldCase& f, const BIGNUM*
     add_value(x.p);
   } else {
     // Loose vectors: every limb at the bound, limb 0 only, the top limb only.
-    out.push_back(std::vector<uint64_t>(5, kLoose - 1));
+    out.emplace_back(5, kLoose - 1);
     out.push_back({kLoose - 1, 0, 0, 0, 0});
     out.push_back({0, 0, 0, 0, kLoose - 1});
     out.push_back({(uint64_t{1} << 51) - 1, (uint64_t{1} << 51) - 1, (uint64_t{1} << 51) - 1,
@@ -123,7 +123,7 @@ std::vector<uint64_t> random_value(const FieldCase& f, const BIGNUM* m, int limb
   std::vector<uint64_t> v(static_cast<size_t>(limbs));
   if (f.radix == 51) {
     const Bytes r = random_bytes(8 * static_cast<size_t>(limbs));
-    for (int j = 0; j < limbs; ++j) {
+    for (size_t j = 0; j < v.size(); ++j) {
       uint64_t w = 0;
       std::memcpy(&w, &r[8 * j], 8);
       v[j] = w % kLoose;
@@ -135,7 +135,7 @@ std::vector<uint64_t> random_value(const FieldCase& f, const BIGNUM* m, int limb
   BN_rand_range(x.p, two_m.p);
   std::vector<uint64_t> t(8 * static_cast<size_t>(limbs));
   put(t, limbs, f.radix, 0, x.p);
-  for (int j = 0; j < limbs; ++j) v[j] = t[8 * j];
+  for (size_t j = 0; j < v.size(); ++j) v[j] = t[8 * j];
   return v;
 }
 

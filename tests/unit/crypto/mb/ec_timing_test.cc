@@ -60,8 +60,8 @@ double measure(const char* what, const std::function<void(int)>& prepare,
   uint8_t coins[64];
   while (samples < kMaxSamples && std::chrono::steady_clock::now() - start < kBudget) {
     RAND_bytes(coins, sizeof(coins));
-    for (int c = 0; c < 64; ++c) {
-      const int cls = coins[c] & 1;
+    for (const uint8_t coin : coins) {
+      const int cls = coin & 1;
       prepare(cls);
       const auto t0 = std::chrono::steady_clock::now();
       run();
@@ -77,11 +77,12 @@ double measure(const char* what, const std::function<void(int)>& prepare,
   return t;
 }
 
-#define AG_REQUIRE_IFMA()                                                                    \
-  if (!detect_ifma().usable)                                                                 \
-    GTEST_SKIP() << "IFMA back end unavailable: " << detect_ifma().reason;                   \
-  if (testing::kEcSanitized) GTEST_SKIP() << "timing under ASan/UBSan instrumentation says " \
-                                             "nothing"
+#define AG_REQUIRE_IFMA()                                                  \
+  if (!detect_ifma().usable)                                               \
+    GTEST_SKIP() << "IFMA back end unavailable: " << detect_ifma().reason; \
+  if (testing::kEcSanitized)                                               \
+  GTEST_SKIP() << "timing under ASan/UBSan instrumentation says "          \
+                  "nothing"
 
 TEST(MbEcTiming, IfmaX25519FixedVsRandomScalar) {
   AG_REQUIRE_IFMA();
@@ -98,11 +99,11 @@ TEST(MbEcTiming, IfmaX25519FixedVsRandomScalar) {
     const double t = measure(
         keygen ? "X25519 keygen scalar (fixed: all zero)" : "X25519 scalar (fixed: all zero)",
         [&](int cls) {
-          for (int l = 0; l < 8; ++l) {
+          for (Bytes& scalar : k) {
             if (cls == 0) {
-              std::fill(k[l].begin(), k[l].end(), 0);
+              std::fill(scalar.begin(), scalar.end(), 0);
             } else {
-              RAND_bytes(k[l].data(), 32);
+              RAND_bytes(scalar.data(), 32);
             }
           }
         },
