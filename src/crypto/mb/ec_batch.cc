@@ -73,6 +73,12 @@ EcOutcome restrict_to(EcOutcome o, size_t count) {
 
 }  // namespace
 
+void ec_build_tables() {
+  comb_table(EcCurve::kP256);
+  comb_table(EcCurve::kP384);
+  x25519_base_table();
+}
+
 X25519Outcome x25519_batch(Backend backend, std::span<const X25519Lane> lanes,
                            const EcFaultInjection* fault) {
   if (lanes.empty() || lanes.size() > static_cast<size_t>(kBatch)) return {};

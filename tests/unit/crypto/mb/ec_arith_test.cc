@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <openssl/bn.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@ namespace {
 
 using testing::Bytes;
 using testing::ec_keys_of;
+using testing::EcTestKey;
 using testing::make_ec_key;
 using testing::random_bytes;
 using testing::random_nonce;
@@ -240,6 +243,23 @@ TEST_P(Fields, MatchBignumOnEveryBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Ec, Fields, ::testing::Range(0, 5),
                          [](const auto& info) { return std::string(kFields[info.param].name); });
+
+// ec_build_tables builds every table once; a signature afterwards needs no table build.
+TEST(MbEcTables, BuildOnceUpFront) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ec_build_tables();
+  const auto t1 = std::chrono::steady_clock::now();
+  ec_build_tables();  // idempotent
+  const auto t2 = std::chrono::steady_clock::now();
+  std::printf("fixed-base tables: %.1f ms (first call, if not built before), %.3f ms again\n",
+              std::chrono::duration<double, std::milli>(t1 - t0).count(),
+              std::chrono::duration<double, std::milli>(t2 - t1).count());
+  const EcTestKey& key = *ec_keys_of(EcCurve::kP256)[0];
+  const Bytes digest = random_bytes(32), nonce = random_nonce(EcCurve::kP256);
+  Bytes r(32), s(32);
+  const EcdsaLane lane{&key.key, digest.data(), 32, nonce.data(), r.data(), s.data()};
+  EXPECT_EQ(ecdsa_sign_batch(best_backend(), EcCurve::kP256, {&lane, 1}).ok, 1);
+}
 
 // The rest needs the IFMA back end (skipped, visibly, on a CPU without it; the project's CI
 // machine has it).
