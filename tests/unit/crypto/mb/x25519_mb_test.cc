@@ -59,7 +59,10 @@ TEST(MbX25519, Rfc7748Section52Iterated) {
   Bytes k(32, 0), u(32, 0);
   k[0] = 9;
   u[0] = 9;
-  for (int i = 1; i <= 1000; ++i) {
+  // Under ASan+UBSan (tens of times slower) the first round only, and the test says so.
+  const int rounds = testing::kEcSanitized ? 1 : 1000;
+  if (rounds < 1000) std::printf("sanitized build: 1 round of the iterated test, not 1,000\n");
+  for (int i = 1; i <= rounds; ++i) {
     X25519Outcome o;
     Bytes next = one(best_backend(), k, &u, &o);
     ASSERT_EQ(o.ok, 1);
@@ -70,8 +73,10 @@ TEST(MbX25519, Rfc7748Section52Iterated) {
                 "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079");
     }
   }
-  EXPECT_EQ(to_hex(k.data(), 32),
-            "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51");
+  if (rounds == 1000) {
+    EXPECT_EQ(to_hex(k.data(), 32),
+              "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51");
+  }
 }
 
 TEST(MbX25519, Rfc7748Section61DiffieHellman) {
