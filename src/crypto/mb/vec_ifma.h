@@ -59,6 +59,11 @@ struct VecIfma {
   static Mask mask_and(Mask a, Mask b) { return static_cast<Mask>(a & b); }
   static Mask lane_mask(uint8_t bits) { return bits; }
   static uint8_t mask_bits(Mask m) { return m; }
+  // permute16: lane l gets entry (idx & 15) of lo[0..7], hi[0..7] (vpermt2q; a register
+  // permute, its timing independent of idx).
+  static VecIfma permute16(VecIfma idx, VecIfma lo, VecIfma hi) {
+    return {_mm512_permutex2var_epi64(lo.v, idx.v, hi.v)};
+  }
 };
 
 }  // namespace

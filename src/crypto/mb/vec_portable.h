@@ -144,6 +144,23 @@ struct VecPortable {
     return r;
   }
 
+  // permute16 is vpermt2q: lane l gets entry (idx.v[l] & 15) of the 16 entries lo.v[0..7],
+  // hi.v[0..7]. Every entry is read and selected with a mask, so idx never forms an address.
+  static VecPortable permute16(VecPortable idx, VecPortable lo, VecPortable hi) {
+    VecPortable r;
+    for (int l = 0; l < 8; ++l) {
+      const uint64_t i = idx.v[l] & 15;
+      uint64_t acc = 0;
+      for (int e = 0; e < 16; ++e) {
+        const uint64_t x = i ^ static_cast<uint64_t>(e);
+        const uint64_t hit = ((x | (0 - x)) >> 63) - 1;  // all ones iff i == e
+        acc |= (e < 8 ? lo.v[e] : hi.v[e - 8]) & hit;
+      }
+      r.v[l] = acc;
+    }
+    return r;
+  }
+
   static constexpr uint64_t kMask = (uint64_t{1} << 52) - 1;
 };
 
