@@ -116,11 +116,11 @@ TEST_F(ConfigTest, OffloadErrors) {
                       "test.conf:1: ", "expecting event or poll");
   EXPECT_CONFIG_ERROR(error("offload { poll_mode lazy; }"),
                       "test.conf:1: ", "expecting heuristic, timer or busy");
-  EXPECT_CONFIG_ERROR(error("offload {\n mb_flush soon;\n}"), "test.conf:2: ",
-                      "expecting a time such as 0, 20us or 1ms, at most 1s");
+  EXPECT_CONFIG_ERROR(error("offload {\n mb_flush soon;\n}"),
+                      "test.conf:2: ", "expecting a time such as 0, 20us or 1ms, at most 1s");
   EXPECT_CONFIG_ERROR(error("offload { mb_flush 2s; }"), "test.conf:1: ", "at most 1s");
-  EXPECT_CONFIG_ERROR(error("offload { mb_flush 1ms; mb_flush 2ms; }"), "test.conf:1: ",
-                      "duplicate");
+  EXPECT_CONFIG_ERROR(error("offload { mb_flush 1ms; mb_flush 2ms; }"),
+                      "test.conf:1: ", "duplicate");
   EXPECT_CONFIG_ERROR(error("offload {\n emu error_rate=1.5;\n}"),
                       "test.conf:2: ", "expecting a fraction from 0 to 1");
   EXPECT_CONFIG_ERROR(error("offload { emu latency=fast; }"),
