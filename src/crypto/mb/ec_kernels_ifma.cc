@@ -12,8 +12,15 @@
 #include "ec_curves.h"
 #include "ec_kernel_table.h"
 
+// clang (clang-tidy reads this file too) has no push_options; its equivalent is an attribute
+// pushed onto every function.
+#ifdef __clang__
+#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512bw,avx512ifma")
+#endif
 // GCC 12's _mm512_undefined_epi32 (behind the shift intrinsics) trips -Wuninitialized when
 // inlined (GCC bug 105593); the value is never used.
 #pragma GCC diagnostic push
@@ -43,7 +50,11 @@ constexpr accelgate::crypto::mb::detail::EcKernelTable kEcIfmaTable{
 }  // namespace
 
 #pragma GCC diagnostic pop
+#ifdef __clang__
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace accelgate::crypto::mb::detail {
 
