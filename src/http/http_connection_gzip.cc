@@ -23,7 +23,7 @@ GzipPlan HttpConnection::plan_file_gzip(const config::Location& location, const 
   facts.status = 200;
   facts.content_type = f.content_type;
   facts.length = static_cast<uint64_t>(f.file_size);
-  facts.header_only = !send_body_ || f.status != 200;
+  facts.header_only = !send_body_;  // for 206 and 304: what the 200 would be
   facts.last_modified = true;
   facts.etag = true;
   GzipPlan plan = plan_gzip(location.settings.gzip, head_, facts);
