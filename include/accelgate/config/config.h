@@ -95,9 +95,9 @@ struct GzipSettings {
   enum class Static { kOff, kOn, kAlways };
   Static static_mode = Static::kOff;  // gzip_static off|on|always
   enum class Engine { kAuto, kIsal, kLibdeflate, kZlib };
-  Engine engine = Engine::kAuto;            // gzip_engine
-  uint64_t offload_min_length = 64 * 1024;  // gzip_offload_min_length
-  uint64_t cache_size = 64 * 1024 * 1024;   // gzip_cache SIZE|off (0 = off)
+  Engine engine = Engine::kAuto;                     // gzip_engine
+  uint64_t offload_min_length = uint64_t{64} << 10;  // gzip_offload_min_length
+  uint64_t cache_size = uint64_t{64} << 20;          // gzip_cache SIZE|off (0 = off)
 };
 
 // LocationSettings are the settings nginx lets http, server and location blocks set, already
