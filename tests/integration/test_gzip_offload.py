@@ -179,6 +179,23 @@ class GzipOffloadTest(ServerTestCase):
         self.assertEqual(s.stop(), 0)
 
 
+class GzipCliTest(ServerTestCase):
+    def test_engines_lists_the_gzip_codecs_and_auto_choice(self):
+        s = self.server(HTTP % "")
+        code, out, err = s.cli("--engines")
+        self.assertEqual(code, 0, err)
+        self.assertIn("gzip engines isal, libdeflate, zlib; gzip_engine auto by level: "
+                      "1 isal, 2 isal, 3 isal, 4 isal, 5 libdeflate, 6 libdeflate, 7 libdeflate, "
+                      "8 libdeflate, 9 libdeflate", out)
+        self.assertIn('gzip ops (bodies of gzip_offload_min_length and more): engine "pool"', out)
+
+    def test_check_names_a_bad_gzip_directive(self):
+        s = self.server(HTTP % "gzip_comp_level 11;")
+        code, out, err = s.cli("-t", "-c", "conf/accelgate.conf")
+        self.assertEqual(code, 1)
+        self.assertRegex(err, r"accelgate\.conf:\d+: invalid value \"11\" in \"gzip_comp_level\"")
+
+
 class GzipTlsTest(ServerTestCase):
     def setUp(self):
         super().setUp()

@@ -153,13 +153,11 @@ TEST(GzipOffload, DestroyedWithJobsInFlightCallsNobody) {
   auto called = std::make_shared<int>(0);
   auto job = memory_job(in, Codec::kZlib, 9);
   ASSERT_FALSE(f->offload->submit(job, [called] { ++*called; }));
-  f->offload.reset();  // the engines go; the pool thread finishes its work for nobody
-  // Wait for the pool thread to finish (the job is shared), then run the loop: no completion.
-  for (int i = 0; i < 2000 && !job->finished(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_TRUE(job->finished());
-  f->run_until([] { return false; }, std::chrono::milliseconds(100));  // nothing reaches it
+  // The engines go: a job already on a pool thread is finished for nobody (the device joins its
+  // threads), one still queued is dropped with its op. Either way the job's memory stays valid
+  // (the op, and here the test, hold it) and no completion reaches anyone.
+  f->offload.reset();
+  f->run_until([] { return false; }, std::chrono::milliseconds(100));
   EXPECT_EQ(*called, 0);
 }
 
