@@ -52,6 +52,7 @@ bool GzipBody::start_file(const config::GzipSettings& settings, StaticFile& file
   compress::FileIdentity identity{static_cast<uint64_t>(file.file_size), file.mtime_ns, file.inode,
                                   file.device};
   compress::ResponseCache& cache = compress::ResponseCache::global();
+  path_ = file.file_path;  // assigned, not copied anew: its capacity is reused
   cache_it_ = settings.cache_size > 0 && cache.capacity() > 0;
   if (cache_it_) {
     cached_ = cache.find(file.file_path, codec, settings.level, identity);
@@ -64,7 +65,6 @@ bool GzipBody::start_file(const config::GzipSettings& settings, StaticFile& file
       count_gzip_response("cache");
       return true;
     }
-    cache_path_ = file.file_path;
     cache_level_ = settings.level;
     cache_codec_ = codec;
     cache_file_ = identity;
@@ -131,8 +131,7 @@ void GzipBody::finish_job(const char* source) {
     // Not finished cannot happen (a job is run once and completes before its op does); a file
     // that shrank or failed to read leaves no body to send.
     if (job->finished()) {
-      AG_LOG_ERROR("reading \"%s\" to compress it failed: %s",
-                   cache_path_.empty() ? "a file" : cache_path_.c_str(),
+      AG_LOG_ERROR("reading \"%s\" to compress it failed: %s", path_.c_str(),
                    job->read_errno != 0 ? std::strerror(job->read_errno) : "the file shrank");
     }
     outcome_ = Outcome::kFailed;
@@ -154,7 +153,7 @@ void GzipBody::finish_job(const char* source) {
   if (cache_it_) {
     compress::ResponseCache& cache = compress::ResponseCache::global();
     auto entry = compress::ResponseCache::make_body(cache_file_, r.engine, output_.data(), r.size);
-    if (entry && cache.insert(cache_path_, cache_codec_, cache_level_, entry)) {
+    if (entry && cache.insert(path_, cache_codec_, cache_level_, entry)) {
       // Written from the cache entry from now on: the big buffers go back to the pool at once.
       cached_ = std::move(entry);
       body_ = std::span<const uint8_t>(cached_->bytes.get(), cached_->size);
@@ -201,7 +200,7 @@ void GzipBody::reset() {
   body_ = {};
   outcome_ = Outcome::kNone;
   cache_it_ = false;
-  cache_path_.clear();
+  path_.clear();
 }
 
 }  // namespace accelgate::http

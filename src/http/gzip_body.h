@@ -76,9 +76,9 @@ class GzipBody {
   std::shared_ptr<compress::GzipJob> job_;
   std::shared_ptr<GzipBody*> waiter_;  // the op's completion holds it weakly
   std::function<void()> done_;
+  std::string path_;  // the file being compressed
   // What the cache needs once the body is made (file bodies with gzip_cache only).
   bool cache_it_ = false;
-  std::string cache_path_;
   int cache_level_ = 0;
   compress::Codec cache_codec_ = compress::Codec::kZlib;
   compress::FileIdentity cache_file_;

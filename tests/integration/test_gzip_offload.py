@@ -179,6 +179,25 @@ class GzipOffloadTest(ServerTestCase):
         self.assertEqual(s.stop(), 0)
 
 
+class GzipReloadTest(ServerTestCase):
+    def test_reload_follows_the_gzip_settings_and_the_cache_size(self):
+        body = make_content("html", 200000)
+        s = self.server(HTTP % "gzip_cache 8m;", files={"html/a.html": body}).start()
+        for _ in range(2):
+            self.assertEqual(gunzip_exact(get(s.port, "/a.html", headers=AE).body), body)
+        self.assertEqual(metrics(s.port)["accelgate_gzip_cache_entries"], 1)
+        s.write_config(HTTP % "gzip_cache off; gzip_comp_level 6; gzip_engine zlib;")
+        s.signal(signal.SIGHUP)
+        self.assertTrue(wait_until(lambda: "configuration reloaded" in s.error_log(), timeout=10))
+        self.assertEqual(metrics(s.port)["accelgate_gzip_cache_entries"], 0)
+        before = metrics(s.port)['accelgate_gzip_bytes_total{engine="zlib",direction="in"}']
+        self.assertEqual(gunzip_exact(get(s.port, "/a.html", headers=AE).body), body)
+        after = metrics(s.port)
+        self.assertEqual(after['accelgate_gzip_bytes_total{engine="zlib",direction="in"}'] - before,
+                         len(body))
+        self.assertEqual(after['accelgate_offload_ops_total{engine="pool",op="gzip",result="ok"}'], 2)
+
+
 class GzipCliTest(ServerTestCase):
     def test_engines_lists_the_gzip_codecs_and_auto_choice(self):
         s = self.server(HTTP % "")
