@@ -5,9 +5,10 @@ set -euo pipefail
 
 PACKAGES=(
   # build
-  cmake ninja-build g++ pkg-config libssl-dev zlib1g-dev libmimalloc-dev
+  cmake ninja-build g++ pkg-config libssl-dev zlib1g-dev libmimalloc-dev libisal-dev libdeflate-dev
+  libpcre2-dev
   # tests
-  libgtest-dev libgmock-dev valgrind clang clang-format clang-tidy libclang-rt-14-dev python3 curl openssl procps
+  libgtest-dev libgmock-dev valgrind clang clang-format clang-tidy libclang-rt-14-dev python3 curl openssl procps gzip
   # benchmarks and side-by-side peers
   libbenchmark-dev wrk nginx-light
 )

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -10,7 +11,8 @@ namespace {
 
 // kTables lists every directive table; a new group of directives adds its table here.
 std::span<const DirectiveSpec> (*const kTables[])() = {
-    main_directives, http_directives, server_directives, tls_directives, offload_directives,
+    main_directives, http_directives,    server_directives,
+    tls_directives,  offload_directives, gzip_directives,
 };
 
 const DirectiveSpec* find_directive(const std::string& name) {
@@ -113,6 +115,7 @@ void merge_settings(SettingsDraft& inner, const SettingsDraft& outer) {
   inherit(inner.client_body_timeout, outer.client_body_timeout);
   inherit(inner.send_timeout, outer.send_timeout);
   inherit(inner.client_max_body_size, outer.client_max_body_size);
+  merge_gzip(inner.gzip, outer.gzip);
 }
 
 Builder::Builder(std::string prefix, std::string conf_dir)
@@ -217,6 +220,7 @@ LocationSettings Builder::finish_settings(const SettingsDraft& draft) const {
   if (draft.client_body_timeout) s.client_body_timeout = *draft.client_body_timeout;
   if (draft.send_timeout) s.send_timeout = *draft.send_timeout;
   if (draft.client_max_body_size) s.client_max_body_size = *draft.client_max_body_size;
+  s.gzip = finish_gzip(draft.gzip);
   return s;
 }
 
@@ -254,6 +258,12 @@ std::shared_ptr<Config> Builder::finish() {
       s.large_client_header_buffers_num = sd.limits.large_client_header_buffers->first;
       s.large_client_header_buffers_size = sd.limits.large_client_header_buffers->second;
     }
+    auto note_cache = [&c](const LocationSettings& ls) {
+      if (ls.gzip.enabled)
+        c.http.gzip_cache_size = std::max(c.http.gzip_cache_size, ls.gzip.cache_size);
+    };
+    note_cache(s.fallback.settings);
+    for (const Location& l : s.locations) note_cache(l.settings);
     c.http.servers.push_back(std::move(s));
   }
   check_session_caches();

@@ -35,6 +35,24 @@ enum Context : uint32_t {
 };
 inline constexpr uint32_t kHttpScopes = kHttp | kServer | kLocation;
 
+// GzipDraft is GzipSettings as written in one http, server or location block.
+struct GzipDraft {
+  std::optional<bool> enabled;
+  std::optional<int> level;
+  std::optional<uint64_t> min_length;
+  std::optional<std::pair<std::vector<std::string>, bool>> types;  // the list, and `*`
+  std::optional<bool> vary;
+  std::optional<int> http_version_minor;
+  std::optional<uint32_t> proxied;
+  // gzip_disable: msie6, and the regexes; several directives in one block add up.
+  std::optional<std::pair<bool, std::vector<std::shared_ptr<const Regex>>>> disable;
+  std::optional<std::pair<uint32_t, uint64_t>> buffers;
+  std::optional<GzipSettings::Static> static_mode;
+  std::optional<GzipSettings::Engine> engine;
+  std::optional<uint64_t> offload_min_length;
+  std::optional<uint64_t> cache_size;
+};
+
 // SettingsDraft is LocationSettings as written in one http, server or location block.
 struct SettingsDraft {
   std::optional<std::string> root;  // resolved against the prefix
@@ -48,6 +66,7 @@ struct SettingsDraft {
   std::optional<Millis> client_body_timeout;
   std::optional<Millis> send_timeout;
   std::optional<uint64_t> client_max_body_size;
+  GzipDraft gzip;
 };
 
 // ServerLimitsDraft holds the settings http and server blocks may set but locations may not.
@@ -131,6 +150,7 @@ std::span<const DirectiveSpec> http_directives();  // build_http.cc: http, serve
 std::span<const DirectiveSpec> server_directives();   // build_server.cc: server, listen, location
 std::span<const DirectiveSpec> tls_directives();      // build_tls.cc: ssl_*
 std::span<const DirectiveSpec> offload_directives();  // build_offload.cc: offload { }
+std::span<const DirectiveSpec> gzip_directives();     // build_gzip.cc: gzip*
 
 class Builder {
  public:
@@ -197,6 +217,9 @@ std::string quote(const std::string& s);
 
 // merge_settings fills every field |inner| leaves unset from |outer|.
 void merge_settings(SettingsDraft& inner, const SettingsDraft& outer);
+// merge_gzip and finish_gzip do the same for the gzip directives (build_gzip.cc).
+void merge_gzip(GzipDraft& inner, const GzipDraft& outer);
+GzipSettings finish_gzip(const GzipDraft& draft);
 
 // finish_tls merges |outer| (the http block's draft) into |inner| (a server's) and returns the
 // settings; a certificate without its key (or a key without a certificate) is an error at that

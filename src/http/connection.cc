@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include "accelgate/common/log.h"
+#include "accelgate/compress/cache.h"
+#include "accelgate/compress/offload.h"
 #include "accelgate/tls/tls_transport.h"
 #include "access_log.h"
 #include "http_connection.h"
@@ -93,6 +95,23 @@ void WorkerContext::accept_connection(int fd, const sockaddr_storage& peer,
     return;
   }
   raw->start();
+}
+
+void WorkerContext::configure_gzip(const config::Config& config) {
+  compress::ResponseCache::global().set_capacity(config.http.gzip_cache_size);
+  if (gzip_offload_) {
+    if (Status st = gzip_offload_->reconfigure(config.offload); !st) {
+      AG_LOG_ERROR("gzip offload keeps its old settings: %s", st.error().message.c_str());
+    }
+    return;
+  }
+  auto offload = compress::GzipOffload::create(loop_, config.offload);
+  if (!offload) {
+    AG_LOG_WARN("gzip offload is not available, bodies are compressed on the event loop: %s",
+                offload.error().message.c_str());
+    return;
+  }
+  gzip_offload_ = std::move(*offload);
 }
 
 void WorkerContext::hold_paused(HttpConnection* connection) { paused_.insert(connection); }

@@ -53,7 +53,8 @@ HttpConnection::HttpConnection(WorkerContext* ctx, std::unique_ptr<event::Transp
                stats().timeouts.inc();
                close();
              }),
-      tls_(tls) {
+      tls_(tls),
+      gzip_(ctx) {
   transport_->set_wakeup([this] { on_transport_wakeup(); });
   // Header buffers come from the default server, as in nginx: the Host is not known yet.
   const config::Server& s = *hosts_->default_server;
@@ -93,6 +94,7 @@ void HttpConnection::on_io(uint32_t events) {
   if (state_ == State::kClosed) return;
   if (events & event::kReadable) read_ready_ = true;
   if (events & event::kHangup) peer_closed_ = true;
+  if (gzip_.pending() && client_gone_while_compressing()) return;
   drive();
 }
 
@@ -399,8 +401,10 @@ void HttpConnection::finish_head() {
 
 void HttpConnection::respond_text(int status, const std::string& content_type,
                                   const std::string& body) {
+  if (respond_text_gzip(status, content_type, body)) return;
   begin_response(status, true, body.size());
   out_.append("Content-Type: ").append(content_type).append("\r\n");
+  append_vary();
   finish_head();
   if (send_body_) out_.append(body);
 }
@@ -447,7 +451,24 @@ void HttpConnection::respond_static(const config::Location& location) {
     respond_error(405);
     return;
   }
+  vary_ = false;
+  if (location.settings.gzip.static_mode != config::GzipSettings::Static::kOff &&
+      respond_gzip_static(location)) {
+    return;
+  }
   StaticFile f = open_static_file(location.settings, path_, head_);
+  if (f.status == 200 || f.status == 206 || f.status == 304) {
+    // Range responses, HEAD and 304 are never compressed; they carry the Vary (and a 304 the
+    // weak ETag) that the compressed 200 would, so caches keep the two representations apart.
+    GzipPlan plan = plan_file_gzip(location, f);
+    if (f.status == 200 && plan.compress && respond_gzip_file(location, f)) return;
+    if (f.status == 304 && plan.compress) f.etag = weak_etag(f.etag);
+  }
+  serve_file(f, location, nullptr);
+}
+
+void HttpConnection::serve_file(StaticFile& f, const config::Location& location,
+                                const char* encoding) {
   switch (f.status) {
     case 200:
     case 206: {
@@ -468,6 +489,8 @@ void HttpConnection::respond_static(const config::Location& location) {
       } else {
         out_.append("Accept-Ranges: bytes\r\n");
       }
+      if (encoding != nullptr) out_.append("Content-Encoding: ").append(encoding).append("\r\n");
+      append_vary();
       finish_head();
       if (send_body_ && f.length > 0) {
         file_fd_ = f.fd;
@@ -478,20 +501,24 @@ void HttpConnection::respond_static(const config::Location& location) {
       } else {
         ::close(f.fd);
       }
+      f.fd = -1;
       return;
     }
     case 304: {
       if (f.fd >= 0) ::close(f.fd);
+      f.fd = -1;
       begin_response(304, false, 0);
       std::string date;
       format_http_date(f.mtime, &date);
       out_.append("Last-Modified: ").append(date).append("\r\n");
       out_.append("ETag: ").append(f.etag).append("\r\n");
+      append_vary();
       finish_head();
       return;
     }
     case 416: {
       if (f.fd >= 0) ::close(f.fd);
+      f.fd = -1;
       std::string body = error_page_body(416);
       begin_response(416, true, body.size());
       out_.append("Content-Type: text/html\r\n");
@@ -537,15 +564,31 @@ void HttpConnection::read_first_chunk() {
 }
 
 bool HttpConnection::write_response() {
+  if (gzip_.pending()) return false;  // the head is made when the compressed body is
   for (;;) {
     event::IoResult r;
     if (out_pos_ < out_.size()) {
-      iovec iov{out_.data() + out_pos_, out_.size() - out_pos_};
+      // The head (and a text body) from out_, and a body in memory after it, in one call.
+      iovec iov[2] = {{out_.data() + out_pos_, out_.size() - out_pos_},
+                      {const_cast<uint8_t*>(body_mem_), body_mem_left_}};
+      r = transport_->writev(iov, body_mem_left_ > 0 ? 2 : 1);
+      if (r.status == event::IoResult::kOk) {
+        size_t from_out = std::min(r.bytes, out_.size() - out_pos_);
+        size_t head_left = out_pos_ < head_size_ ? head_size_ - out_pos_ : 0;
+        body_bytes_sent_ += from_out > head_left ? from_out - head_left : 0;
+        out_pos_ += from_out;
+        size_t from_mem = r.bytes - from_out;
+        body_mem_ += from_mem;
+        body_mem_left_ -= from_mem;
+        body_bytes_sent_ += from_mem;
+      }
+    } else if (body_mem_left_ > 0) {
+      iovec iov{const_cast<uint8_t*>(body_mem_), body_mem_left_};
       r = transport_->writev(&iov, 1);
       if (r.status == event::IoResult::kOk) {
-        size_t head_left = out_pos_ < head_size_ ? head_size_ - out_pos_ : 0;
-        body_bytes_sent_ += r.bytes > head_left ? r.bytes - head_left : 0;
-        out_pos_ += r.bytes;
+        body_mem_ += r.bytes;
+        body_mem_left_ -= r.bytes;
+        body_bytes_sent_ += r.bytes;
       }
     } else if (file_remaining_ > 0 && use_sendfile_) {
       r = transport_->sendfile(file_fd_, &file_offset_, file_remaining_);
@@ -594,6 +637,10 @@ void HttpConnection::finish_request() {
     ::close(file_fd_);
     file_fd_ = -1;
   }
+  gzip_.reset();
+  body_mem_ = nullptr;
+  body_mem_left_ = 0;
+  vary_ = false;
   out_.clear();
   out_pos_ = 0;
   // Closing with unread input makes the kernel send a reset, which can destroy the response
@@ -733,6 +780,10 @@ void HttpConnection::close() {
   state_ = State::kClosed;
   set_phase(Phase::kNone);
   timer_.disarm();
+  // An op in flight keeps its own buffers; what this connection held goes back to the pool.
+  gzip_.reset();
+  body_mem_ = nullptr;
+  body_mem_left_ = 0;
   if (tls_ && !handshake_counted_) {
     auto* t = static_cast<tls::TlsTransport*>(transport_.get());
     // Errors inside the handshake were counted by the transport; a close before it even

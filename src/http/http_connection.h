@@ -13,6 +13,9 @@
 #include "accelgate/http/connection.h"
 #include "accelgate/http/parser.h"
 #include "accelgate/http/virtual_hosts.h"
+#include "gzip_body.h"
+#include "gzip_filter.h"
+#include "static_file.h"
 
 namespace accelgate::http {
 
@@ -56,7 +59,26 @@ class HttpConnection final : public event::IoHandler {
   void respond();
   void respond_return(const config::Location& location, const config::ReturnAction& action);
   void respond_static(const config::Location& location);
+  // serve_file answers with |f| as open_static_file made it; |encoding| names the file's own
+  // Content-Encoding (gzip_static's .gz files), or is null.
+  void serve_file(StaticFile& f, const config::Location& location, const char* encoding);
   void respond_text(int status, const std::string& content_type, const std::string& body);
+  // The gzip filter's part of the responses (http_connection_gzip.cc).
+  // respond_gzip_static serves the .gz file beside the requested one (gzip_static on|always);
+  // false when it does not apply or there is none (then |vary_| may be set for the original).
+  bool respond_gzip_static(const config::Location& location);
+  // plan_file_gzip decides for the file |f| (its 200 response) and sets |vary_|.
+  GzipPlan plan_file_gzip(const config::Location& location, const StaticFile& f);
+  // respond_gzip_file compresses |f| (status 200) and answers once the body is made (an op may
+  // be in flight meanwhile); false when it could not start, |f| then served as it is.
+  bool respond_gzip_file(const config::Location& location, StaticFile& f);
+  void send_gzip_file_head();
+  // respond_text_gzip answers a text response compressed; false when it is not to be.
+  bool respond_text_gzip(int status, const std::string& content_type, const std::string& body);
+  // client_gone_while_compressing checks, while a compression op is in flight, whether the
+  // client has closed or reset the connection (a peek at the socket).
+  bool client_gone_while_compressing();
+  void append_vary();
   void respond_error(int status);
   void begin_response(int status, bool has_body_length, uint64_t length);
   void finish_head();
@@ -121,6 +143,16 @@ class HttpConnection final : public event::IoHandler {
   bool use_sendfile_ = false;
   uint64_t body_bytes_sent_ = 0;
   uint64_t body_length_ = 0;
+  // A body in memory that is not in out_ (a gzip stream, a cache entry): written after out_.
+  const uint8_t* body_mem_ = nullptr;
+  size_t body_mem_left_ = 0;
+
+  // gzip: the current response's compressed body, and what its head needs once it is made.
+  GzipBody gzip_;
+  bool vary_ = false;  // the response carries "Vary: Accept-Encoding"
+  std::string gzip_content_type_;
+  std::string gzip_etag_;
+  time_t gzip_mtime_ = 0;
   event::Clock::time_point linger_deadline_;
 };
 

@@ -134,8 +134,13 @@ int status_for_errno(int err) {
 }  // namespace
 
 StaticFile open_static_file(const config::LocationSettings& settings, const std::string& path,
-                            const RequestHead& head) {
+                            const RequestHead& head, std::string_view suffix) {
   std::string full = settings.root + path;
+  std::string type_path;  // with a suffix: the name the content type comes from
+  if (!suffix.empty() && path.back() != '/') {
+    type_path = full;
+    full.append(suffix);
+  }
   int fd = -1;
   struct stat st {};
   if (path.back() == '/') {
@@ -188,7 +193,11 @@ StaticFile open_static_file(const config::LocationSettings& settings, const std:
   f.file_size = st.st_size;
   f.mtime = st.st_mtime;
   f.etag = make_etag(st.st_mtime, st.st_size);
-  f.content_type = content_type_for(settings, full);
+  f.content_type = content_type_for(settings, type_path.empty() ? full : type_path);
+  f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  f.inode = st.st_ino;
+  f.device = st.st_dev;
+  f.file_path = std::move(full);
   f.offset = 0;
   f.length = st.st_size;
   f.status = 200;

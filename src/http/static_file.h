@@ -24,12 +24,20 @@ struct StaticFile {
   std::string etag;  // nginx's form: "<mtime hex>-<size hex>"
   std::string content_type;
   std::string redirect;  // with 301: the path with a trailing slash
+  // With 200, 206, 304: the file opened (the index file for a directory) and its identity, which
+  // the gzip cache keys on.
+  std::string file_path;
+  int64_t mtime_ns = 0;
+  uint64_t inode = 0;
+  uint64_t device = 0;
 };
 
 // open_static_file resolves |path| (decoded and normalised, starting with '/') against the
 // location's root and index list. |head| supplies If-None-Match, If-Modified-Since, Range and
 // If-Range. Never follows a path outside the root: the path has no dot segments by construction.
+// |suffix| is appended to the file name opened (".gz" for gzip_static), while the content type
+// still comes from |path|; a path ending in '/' takes no suffix.
 StaticFile open_static_file(const config::LocationSettings& settings, const std::string& path,
-                            const RequestHead& head);
+                            const RequestHead& head, std::string_view suffix = {});
 
 }  // namespace accelgate::http

@@ -25,6 +25,8 @@ std::string_view op_kind_name(OpKind kind) {
       return "x25519_derive";
     case OpKind::kX25519Keygen:
       return "x25519_keygen";
+    case OpKind::kGzip:
+      return "gzip";
   }
   return "unknown";
 }

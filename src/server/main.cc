@@ -10,6 +10,7 @@
 #include <fstream>
 #include <string>
 
+#include "accelgate/compress/gzip.h"
 #include "accelgate/config/config.h"
 #include "accelgate/offload/registry.h"
 #include "accelgate/server/server.h"
@@ -99,6 +100,20 @@ int print_engines(const accelgate::config::LoadOptions& options, bool conf_given
               settings.crypto == "off" ? "no offload (OpenSSL's default provider)"
                                        : ("engine \"" + chosen + "\"").c_str(),
               settings.fallback ? "on" : "off");
+  // gzip: the codecs (all built in), what `gzip_engine auto` takes per level, where ops run.
+  std::string levels;
+  for (int level = accelgate::compress::kMinLevel; level <= accelgate::compress::kMaxLevel;
+       ++level) {
+    if (!levels.empty()) levels += ", ";
+    levels += std::to_string(level) + " " +
+              std::string(accelgate::compress::codec_name(
+                  accelgate::compress::choose_codec(std::nullopt, level)));
+  }
+  std::printf("gzip engines isal, libdeflate, zlib; gzip_engine auto by level: %s\n",
+              levels.c_str());
+  std::printf(
+      "gzip ops (bodies of gzip_offload_min_length and more): engine \"pool\", "
+      "software on the loop when it is busy\n");
   return 0;
 }
 

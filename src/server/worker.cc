@@ -74,6 +74,7 @@ Status Worker::start(std::shared_ptr<const config::Config> config,
     dispatcher_ = std::move(*dispatcher);
   }
   ctx_ = std::make_unique<http::WorkerContext>(loop_.get(), index_);
+  ctx_->configure_gzip(*config);
   ctx_->set_on_connection_closed([this] {
     if (accept_paused_ && !stopping_) resume_accepting();
     maybe_finish();
@@ -177,6 +178,7 @@ void Worker::reload(std::shared_ptr<const config::Config> config,
         AG_LOG_ERROR("offload engines keep their old settings: %s", st.error().message.c_str());
       }
     }
+    ctx_->configure_gzip(*config);
     config_ = std::move(config);
     apply_bindings(std::move(bindings));
   });

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "accelgate/common/log.h"
+#include "accelgate/common/regex.h"
 #include "accelgate/common/result.h"
 
 namespace accelgate::config {
@@ -63,6 +64,42 @@ struct AccessLog {
   Millis flush{0};         // with buffer: longest time a line may wait
 };
 
+// GzipSettings are the gzip directives (nginx's ngx_http_gzip_module, ngx_http_gzip_static_module
+// and the core module's gzip_* request tests, with their defaults) and accelgate's own
+// (`gzip_engine`, `gzip_offload_min_length`, `gzip_cache`). See docs/configuration.md.
+struct GzipSettings {
+  bool enabled = false;      // gzip on|off
+  int level = 1;             // gzip_comp_level 1..9
+  uint64_t min_length = 20;  // gzip_min_length: shorter responses stay uncompressed
+  std::vector<std::string> types{"text/html"};  // gzip_types, lower case; text/html always
+  bool any_type = false;                        // gzip_types *
+  bool vary = false;                            // gzip_vary
+  int http_version_minor = 1;                   // gzip_http_version 1.0 (0) | 1.1 (1)
+  // gzip_proxied: what requests with a Via header may get (nginx's bits).
+  enum Proxied : uint32_t {
+    kProxiedOff = 1u << 0,
+    kProxiedExpired = 1u << 1,
+    kProxiedNoCache = 1u << 2,
+    kProxiedNoStore = 1u << 3,
+    kProxiedPrivate = 1u << 4,
+    kProxiedNoLastModified = 1u << 5,
+    kProxiedNoEtag = 1u << 6,
+    kProxiedAuth = 1u << 7,
+    kProxiedAny = 1u << 8,
+  };
+  uint32_t proxied = kProxiedOff;
+  bool disable_msie6 = false;                         // gzip_disable msie6
+  std::vector<std::shared_ptr<const Regex>> disable;  // gzip_disable REGEX ... (caseless)
+  uint32_t buffers_num = 32;                          // gzip_buffers: accepted, not used
+  uint64_t buffers_size = 4096;                       // (bodies are compressed whole)
+  enum class Static { kOff, kOn, kAlways };
+  Static static_mode = Static::kOff;  // gzip_static off|on|always
+  enum class Engine { kAuto, kIsal, kLibdeflate, kZlib };
+  Engine engine = Engine::kAuto;                     // gzip_engine
+  uint64_t offload_min_length = uint64_t{64} << 10;  // gzip_offload_min_length
+  uint64_t cache_size = uint64_t{64} << 20;          // gzip_cache SIZE|off (0 = off)
+};
+
 // LocationSettings are the settings nginx lets http, server and location blocks set, already
 // merged (a value set in an inner block wins). Shared by reference from Location.
 struct LocationSettings {
@@ -78,6 +115,7 @@ struct LocationSettings {
   Millis client_body_timeout{60'000};
   Millis send_timeout{60'000};
   uint64_t client_max_body_size = 1 << 20;  // 0 = unlimited
+  GzipSettings gzip;
 };
 
 // Location is one `location [=|^~] PATH { ... }` block (or the server's own settings, see
@@ -150,6 +188,9 @@ struct Server {
 struct HttpConfig {
   std::vector<Server> servers;
   bool present = false;  // an `http` block was given
+  // gzip_cache_size is the size of the one gzip cache all workers share: the largest
+  // `gzip_cache` of any location with `gzip on` (0: no cache anywhere).
+  uint64_t gzip_cache_size = 0;
 };
 
 // OffloadSettings is the `offload { }` block of the main context (DESIGN.md, "Configuration").

@@ -20,10 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "accelgate/common/buffer_pool.h"
+#include "accelgate/config/config.h"
 #include "accelgate/event/event_loop.h"
 #include "accelgate/event/transport.h"
 #include "accelgate/http/parser.h"
 #include "accelgate/http/virtual_hosts.h"
+
+namespace accelgate::compress {
+class GzipOffload;
+}
 
 namespace accelgate::http {
 
@@ -66,6 +72,14 @@ class WorkerContext {
   void schedule_access_log_flush(std::chrono::milliseconds flush);
   // file_buffer is reused for bodies that cannot go out with sendfile.
   std::vector<char>& file_buffer() { return file_buffer_; }
+  // buffer_pool holds the worker's large buffers (bodies to compress and their gzip streams).
+  BufferPool& buffer_pool() { return buffer_pool_; }
+  // gzip_offload compresses large bodies on the pool's threads; null until configure_gzip (or
+  // when its dispatcher could not be made: then every body is compressed inline).
+  compress::GzipOffload* gzip_offload() { return gzip_offload_.get(); }
+  // configure_gzip follows |config| (at start and at each reload): the gzip offload's engines
+  // (pool_threads) and the size of the gzip cache all workers share.
+  void configure_gzip(const config::Config& config);
 
  private:
   friend class HttpConnection;
@@ -76,6 +90,10 @@ class WorkerContext {
   event::EventLoop* loop_;
   int index_;
   bool draining_ = false;
+  // Declared before the connections, so they outlive them: a connection gives its buffers back
+  // when it is destroyed.
+  BufferPool buffer_pool_;
+  std::unique_ptr<compress::GzipOffload> gzip_offload_;
   std::list<std::unique_ptr<HttpConnection>> connections_;
   std::set<HttpConnection*> paused_;
   std::function<void()> on_connection_closed_;

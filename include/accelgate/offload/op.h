@@ -2,8 +2,9 @@
 
 // Op: one unit of offloadable work (DESIGN.md, "The async contract"). The provider creates an op
 // for a private-key operation of a TLS handshake (or of any application that loads the module),
-// the Dispatcher routes it through an engine chain, and its completion runs on the submitting
-// loop's thread.
+// the compress layer one for a response body to gzip (OpKind::kGzip, on a dispatcher of its own,
+// so the `crypto` setting never decides where compression runs), the Dispatcher routes it through
+// an engine chain, and its completion runs on the submitting loop's thread.
 //
 // An op is shared (OpRef): the dispatcher, the engine working on it and the code waiting for it
 // each hold a reference, so an engine that completes an op late (after its deadline, after a
@@ -33,11 +34,12 @@ enum class OpKind : uint8_t {
   kEcdhDerive,    // ECDH shared secret, P-256 or P-384
   kX25519Derive,  // X25519 shared secret (RFC 7748)
   kX25519Keygen,  // X25519 key pair (the ephemeral key of a handshake)
+  kGzip,          // a response body compressed into a gzip stream (src/compress; its own chain)
 };
-inline constexpr size_t kOpKindCount = 6;
+inline constexpr size_t kOpKindCount = 7;
 
-// op_kind_name returns "rsa_sign", "rsa_decrypt", "ecdsa_sign", "ecdh_derive", "x25519_derive"
-// or "x25519_keygen".
+// op_kind_name returns "rsa_sign", "rsa_decrypt", "ecdsa_sign", "ecdh_derive", "x25519_derive",
+// "x25519_keygen" or "gzip".
 std::string_view op_kind_name(OpKind kind);
 
 // OpOutput is what an op produces: |bytes| (a signature, a plaintext, a shared secret) or, for

@@ -324,6 +324,8 @@ class EngineVendor final : public Vendor {
         // X25519 reaches an engine only through an EVP_PKEY_METHOD (QAT_Engine's), which
         // would need a legacy X25519 key of that engine per handshake; not used.
         return false;
+      case OpKind::kGzip:
+        return false;  // compression is not a card's here
     }
     return false;
   }
