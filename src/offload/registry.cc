@@ -11,8 +11,8 @@ namespace {
 constexpr EngineFactory kEngines[] = {
     {"openssl", "RSA, ECDSA, ECDH, X25519 (a card through its OpenSSL provider or ENGINE)",
      probe_openssl, create_openssl, describe_openssl},
-    {"mb", "RSA 2048/3072/4096 signatures (AVX-512 IFMA, 8 operations at once)", probe_mb,
-     create_mb},
+    {"mb", "RSA 2048/3072/4096 and ECDSA P-256/P-384 signatures (AVX-512 IFMA, 8 at once)",
+     probe_mb, create_mb},
     {"pool", "RSA, ECDSA, ECDH, X25519 (crypto threads)", probe_pool, create_pool},
     {"emu", "RSA, ECDSA, ECDH, X25519 (an emulated accelerator, for tests)", probe_emu, create_emu},
     {"sw", "RSA, ECDSA, ECDH, X25519 (OpenSSL, inline)", probe_sw, create_sw},

@@ -194,6 +194,19 @@ void set_raw_rsa_sign(offload::Op* op, SigCtx* ctx, const unsigned char* tbs, si
   });
 }
 
+// set_raw_ecdsa_sign gives an ECDSA sign op its key and, as its raw input, the digest (the mb
+// engine's kernels take the digest and draw the nonce).
+void set_raw_ecdsa_sign(offload::Op* op, SigCtx* ctx, const unsigned char* tbs, size_t tbslen) {
+  if (ctx->key == nullptr) return;
+  std::shared_ptr<const offload::PrivateKey> key = key_export(ctx->key)->private_key();
+  if (key == nullptr) return;
+  op->set_private_key(std::move(key), [digest = std::vector<uint8_t>(tbs, tbs + tbslen)](
+                                          std::vector<uint8_t>* data) {
+    *data = digest;
+    return true;
+  });
+}
+
 template <Algorithm A>
 int sig_sign_init(void* vctx, void* key, const OSSL_PARAM params[]) {
   SigCtx* ctx = sig_ctx(vctx);
@@ -230,6 +243,7 @@ int sig_sign(void* vctx, unsigned char* sig, size_t* siglen, size_t sigsize,
       def<A, OSSL_FUNC_signature_freectx_fn>(OSSL_FUNC_SIGNATURE_FREECTX), std::move(compute),
       sign_library_fn<A>(ctx, tbs, tbslen, sigsize), sig, siglen, sigsize, [&](offload::Op* op) {
         if constexpr (A == Algorithm::kRsa) set_raw_rsa_sign(op, ctx, tbs, tbslen);
+        if constexpr (A == Algorithm::kEc) set_raw_ecdsa_sign(op, ctx, tbs, tbslen);
       });
 }
 

@@ -1,7 +1,8 @@
 // The mb engine: ops wait in per-loop batch queues and are computed at flush (the loop's idle
 // hook), full batches by the multi-buffer kernels, batches too small for eight lanes by OpenSSL;
-// mb_flush lets a partial batch wait; ops mb has no kernel for, or whose key it cannot use, are
-// not accelerated, so the dispatcher gives them to sw even with `fallback off`.
+// ECDSA P-256/P-384 as well; mb_flush lets a partial batch wait; ops mb has no kernel for, or whose
+// key it cannot use, are not accelerated, so the dispatcher gives them to sw even with `fallback
+// off`.
 //
 // This machine may have no AVX-512 IFMA: the test hook ACCELGATE_TEST_MB_PORTABLE=1 lets the
 // engine run on the portable back end (same kernels, same control flow, slower), so batching is
@@ -79,6 +80,47 @@ RawOp make_rsa_op(const std::shared_ptr<const PrivateKey>& key, bool input_ok = 
   return r;
 }
 
+std::shared_ptr<const PrivateKey> make_ec_key(const char* curve) {
+  EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", curve);
+  return key == nullptr ? nullptr : std::make_shared<PrivateKey>(key);
+}
+
+// An ECDSA op signs a random digest of the curve's size; its software function is OpenSSL's.
+RawOp make_ecdsa_op(const std::shared_ptr<const PrivateKey>& key) {
+  int bits = EVP_PKEY_get_bits(key->pkey());
+  RawOp r;
+  r.input.resize(static_cast<size_t>(bits / 8));
+  RAND_bytes(r.input.data(), static_cast<int>(r.input.size()));
+  r.op = std::make_shared<Op>(OpKind::kEcdsaSign, bits, [key, digest = r.input](OpOutput* out) {
+    std::unique_ptr<EVP_PKEY_CTX, void (*)(EVP_PKEY_CTX*)> ctx(
+        EVP_PKEY_CTX_new(key->pkey(), nullptr), EVP_PKEY_CTX_free);
+    size_t len = 0;
+    if (EVP_PKEY_sign_init(ctx.get()) != 1 ||
+        EVP_PKEY_sign(ctx.get(), nullptr, &len, digest.data(), digest.size()) != 1) {
+      return false;
+    }
+    out->bytes.resize(len);
+    if (EVP_PKEY_sign(ctx.get(), out->bytes.data(), &len, digest.data(), digest.size()) != 1) {
+      return false;
+    }
+    out->bytes.resize(len);
+    return true;
+  });
+  r.op->set_private_key(key, [input = r.input](std::vector<uint8_t>* data) {
+    *data = input;
+    return true;
+  });
+  return r;
+}
+
+bool ecdsa_verifies(EVP_PKEY* key, const std::vector<uint8_t>& digest,
+                    const std::vector<uint8_t>& der) {
+  std::unique_ptr<EVP_PKEY_CTX, void (*)(EVP_PKEY_CTX*)> ctx(EVP_PKEY_CTX_new(key, nullptr),
+                                                             EVP_PKEY_CTX_free);
+  return EVP_PKEY_verify_init(ctx.get()) == 1 &&
+         EVP_PKEY_verify(ctx.get(), der.data(), der.size(), digest.data(), digest.size()) == 1;
+}
+
 uint64_t metric(const std::string& name) {
   std::istringstream text(metrics::Registry::global().render());
   for (std::string line; std::getline(text, line);) {
@@ -146,6 +188,45 @@ TEST_F(MbEngineTest, EveryFillIsComputedAtFlushAndVerifies) {
   }
 }
 
+TEST_F(MbEngineTest, EcdsaEveryFillOnBothCurvesVerifies) {
+  auto engine = make_mb();
+  ASSERT_TRUE(engine);
+  for (const char* curve : {"P-256", "P-384"}) {
+    auto keys = {make_ec_key(curve), make_ec_key(curve)};
+    std::vector<std::shared_ptr<const PrivateKey>> k(keys);
+    ASSERT_NE(k[0], nullptr);
+    for (size_t fill = 1; fill <= 8; ++fill) {
+      sink_.records.clear();
+      std::vector<RawOp> ops;
+      for (size_t i = 0; i < fill; ++i) {
+        ops.push_back(make_ecdsa_op(k[i % 2]));
+        ASSERT_TRUE(engine->accelerates(*ops.back().op)) << curve;
+        OpOutput out;
+        ASSERT_EQ(engine->submit(ops.back().op, 1 + i, &out), SubmitResult::kPending);
+      }
+      engine->flush();
+      ASSERT_EQ(sink_.records.size(), fill);
+      for (size_t i = 0; i < fill; ++i) {
+        ASSERT_TRUE(sink_.records[i].ok) << curve << " fill " << fill;
+        EXPECT_TRUE(ecdsa_verifies(k[i % 2]->pkey(), ops[i].input, sink_.records[i].bytes))
+            << curve << " fill " << fill << " lane " << i;
+      }
+    }
+  }
+  // Not a curve with kernels.
+  auto k1 = make_ec_key("secp256k1");
+  ASSERT_NE(k1, nullptr);
+  EXPECT_FALSE(engine->accelerates(*make_ecdsa_op(k1).op));
+  // An EC key on an RSA op, an RSA key on an ECDSA op: refused.
+  auto p256 = make_ec_key("P-256");
+  Op rsa_with_ec(OpKind::kRsaSign, 2048, [](OpOutput*) { return true; });
+  rsa_with_ec.set_private_key(p256, [](std::vector<uint8_t>*) { return true; });
+  EXPECT_FALSE(engine->accelerates(rsa_with_ec));
+  Op ec_with_rsa(OpKind::kEcdsaSign, 256, [](OpOutput*) { return true; });
+  ec_with_rsa.set_private_key(keys_[0], [](std::vector<uint8_t>*) { return true; });
+  EXPECT_FALSE(engine->accelerates(ec_with_rsa));
+}
+
 TEST_F(MbEngineTest, MoreThanEightMakeSeveralBatches) {
   auto engine = make_mb();
   ASSERT_TRUE(engine);
@@ -164,14 +245,14 @@ TEST_F(MbEngineTest, MoreThanEightMakeSeveralBatches) {
   }
 }
 
-TEST_F(MbEngineTest, AcceleratesOnlyRsaSignaturesWithAKeyItCanUse) {
+TEST_F(MbEngineTest, AcceleratesOnlySignaturesWithAKeyItCanUse) {
   auto engine = make_mb();
   ASSERT_TRUE(engine);
   EXPECT_TRUE(engine->accelerates(*make_rsa_op(keys_[0]).op));
   // No key, no raw input: nothing for the kernels.
   EXPECT_FALSE(engine->accelerates(Op(OpKind::kRsaSign, 2048, [](OpOutput*) { return true; })));
-  for (OpKind kind : {OpKind::kRsaDecrypt, OpKind::kEcdsaSign, OpKind::kEcdhDerive,
-                      OpKind::kX25519Derive, OpKind::kX25519Keygen}) {
+  for (OpKind kind :
+       {OpKind::kRsaDecrypt, OpKind::kEcdhDerive, OpKind::kX25519Derive, OpKind::kX25519Keygen}) {
     Op op(kind, 2048, [](OpOutput*) { return true; });
     op.set_private_key(keys_[0], [](std::vector<uint8_t>*) { return true; });
     EXPECT_FALSE(engine->accelerates(op)) << op_kind_name(kind);
@@ -223,21 +304,21 @@ TEST_F(MbEngineTest, MbFlushLetsAPartialBatchWait) {
   EXPECT_EQ(sink_.records.size(), 8u);
 }
 
-// With `fallback off` the software engine still serves what mb does not accelerate, but never
-// an op mb took on and failed.
+// With `fallback off` the software engine still serves what mb does not accelerate (X25519),
+// but never an op mb took on and failed.
 TEST_F(MbEngineTest, FallbackOffStillServesWhatMbDoesNotAccelerate) {
   config::OffloadSettings s;
   s.crypto = "mb";
   s.fallback = false;
   auto d = Dispatcher::create(loop_.get(), s);
   ASSERT_TRUE(d) << d.error().message;
-  auto ecdsa = std::make_shared<Op>(OpKind::kEcdsaSign, 256, [](OpOutput* out) {
-    out->bytes = {'e', 'c'};
+  auto x25519 = std::make_shared<Op>(OpKind::kX25519Derive, 256, [](OpOutput* out) {
+    out->bytes = {'x'};
     return true;
   });
-  EXPECT_TRUE((*d)->submit(ecdsa));
-  EXPECT_TRUE(ecdsa->ok());
-  EXPECT_EQ(ecdsa->engine(), "sw");
+  EXPECT_TRUE((*d)->submit(x25519));
+  EXPECT_TRUE(x25519->ok());
+  EXPECT_EQ(x25519->engine(), "sw");
   OpRef failing = make_rsa_op(keys_[0], false).op;
   EXPECT_TRUE((*d)->submit(failing));
   EXPECT_FALSE(failing->ok()) << "fallback off: a failed mb op must not go to software";

@@ -256,16 +256,20 @@ INSTANTIATE_TEST_SUITE_P(Engines, ServerModeTest,
                          });
 
 // The mb engine through the provider: RSA signatures (PKCS#1 v1.5 and PSS, every key size) are
-// encoded by the provider (rsa_encoding.h), computed by mb and verified by plain OpenSSL. With
-// `fallback off`, so a result comes from mb; everything mb does not accelerate goes to sw. On a
-// CPU without IFMA the test hook runs mb on its portable back end.
-TEST_F(ProviderTest, MbEngineSignsRsa) {
+// encoded by the provider (rsa_encoding.h), ECDSA P-256/P-384 signatures get the digest; mb
+// computes them and plain OpenSSL verifies them. With `fallback off`, so a result comes from mb;
+// everything mb does not accelerate goes to sw. On a CPU without IFMA the test hook runs mb on
+// its portable back end.
+TEST_F(ProviderTest, MbEngineSigns) {
   ::setenv("ACCELGATE_TEST_MB_PORTABLE", "1", 1);
-  std::vector<Check> rsa_signs;
+  std::vector<Check> signs;
   for (Check& c : checks()) {
-    if (c.kinds == std::vector<std::string>{"rsa_sign"}) rsa_signs.push_back(std::move(c));
+    if (c.kinds == std::vector<std::string>{"rsa_sign"} ||
+        c.kinds == std::vector<std::string>{"ecdsa_sign"}) {
+      signs.push_back(std::move(c));
+    }
   }
-  ASSERT_GE(rsa_signs.size(), 12u);  // four kinds of signature on three key sizes
+  ASSERT_GE(signs.size(), 12u);  // RSA signatures of four kinds on three sizes, ECDSA
   auto before = op_counts();
   std::thread worker([&] {
     auto loop = event::EventLoop::create();
@@ -278,7 +282,7 @@ TEST_F(ProviderTest, MbEngineSignsRsa) {
     ASSERT_TRUE(dispatcher.ok()) << dispatcher.error().message;
     (*dispatcher)->make_current();
     int pauses = 0;
-    for (const Check& c : rsa_signs) {
+    for (const Check& c : signs) {
       std::string why;
       bool ok = run_job_on_loop(
           loop->get(), true,
@@ -294,7 +298,7 @@ TEST_F(ProviderTest, MbEngineSignsRsa) {
     OPENSSL_thread_stop();
   });
   worker.join();
-  expect_counted(rsa_signs, before, "mb");
+  expect_counted(signs, before, "mb");
 }
 
 // ---- LibraryFns: every op that produces bytes also carries a LibraryFn, which redoes it in

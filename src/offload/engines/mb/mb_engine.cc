@@ -14,6 +14,7 @@
 
 #include "accelgate/common/metrics.h"
 #include "accelgate/crypto/mb/cpu.h"
+#include "accelgate/crypto/mb/openssl_ec.h"
 #include "accelgate/crypto/mb/openssl_rsa.h"
 #include "engines/engines.h"
 
@@ -23,27 +24,42 @@ namespace {
 namespace mb = crypto::mb;
 
 constexpr size_t kLanes = 8;
-constexpr size_t kClasses = 3;  // RSA-2048, 3072, 4096
+// The batch classes: one queue each per loop. RSA-2048, 3072, 4096 signatures, then ECDSA
+// P-256 and P-384 signatures.
+enum Class : size_t { kRsa2048, kRsa3072, kRsa4096, kEcdsaP256, kEcdsaP384, kClasses };
 
 // kSoftwareBelow[class]: a batch of fewer ops than this is computed with OpenSSL, one by one.
-// An 8-lane batch costs the same whatever its fill; measured on AMD Zen 5 with
-// bench/micro/mb_rsa (src/crypto/mb/README.md), eight lanes cost 2.5 OpenSSL signatures for
-// RSA-2048 (3.2x) and about 1.4 for RSA-3072 and 4096 (5.7x): two RSA-2048 ops, or one larger
-// one, are cheaper in software.
-constexpr std::array<size_t, kClasses> kSoftwareBelow = {3, 2, 2};
+// An 8-lane batch costs the same whatever its fill. RSA, measured on AMD Zen 5 with
+// bench/micro/mb_rsa (src/crypto/mb/README.md): eight lanes cost 2.5 OpenSSL signatures for
+// RSA-2048 (3.2x) and about 1.4 for RSA-3072 and 4096 (5.7x), so two RSA-2048 ops, or one larger
+// one, are cheaper in software. ECDSA, *estimated* from the IFMA build's instruction counts (no
+// IFMA machine has run it yet, src/crypto/mb/README.md): eight P-256 lanes about one OpenSSL
+// signature, so a lone op goes to OpenSSL; P-384, where OpenSSL 3.0 is slow, always batches.
+constexpr std::array<size_t, kClasses> kSoftwareBelow = {3, 2, 2, 2, 1};
 
-int class_of(int bits) {
-  switch (bits) {
-    case 2048:
-      return 0;
-    case 3072:
-      return 1;
-    case 4096:
-      return 2;
+int class_of(const Op& op) {
+  switch (op.kind()) {
+    case OpKind::kRsaSign:
+      switch (op.key_bits()) {
+        case 2048:
+          return kRsa2048;
+        case 3072:
+          return kRsa3072;
+        case 4096:
+          return kRsa4096;
+        default:
+          return -1;
+      }
+    case OpKind::kEcdsaSign:
+      if (op.key_bits() == 256) return kEcdsaP256;
+      if (op.key_bits() == 384) return kEcdsaP384;
+      return -1;
     default:
       return -1;
   }
 }
+
+bool is_rsa(size_t cls) { return cls <= kRsa4096; }
 
 // test_portable says whether the test hook ACCELGATE_TEST_MB_PORTABLE=1 lets the engine run on
 // the portable back end where the CPU has no IFMA. About 40 times slower than IFMA and slower
@@ -77,19 +93,28 @@ metrics::Counter& recomputed_lanes() {
   return c;
 }
 
-// PreparedKey is an RSA key in the kernels' form, kept in the op's PrivateKey (once per key).
+// PreparedKey is a key in the kernels' form, kept in the op's PrivateKey (once per key): RSA or
+// EC (P-256, P-384).
 struct PreparedKey {
-  mb::RsaKey key;
+  bool rsa = false;
+  mb::RsaKey rsa_key;
+  mb::EcKey ec_key;
 };
 
-// prepared returns |op|'s key in the kernels' form, or null when the kernels cannot use it
-// (more than two primes, unequal halves, a large e: software handles those).
+// prepared returns |op|'s key in the kernels' form, or null when the kernels cannot use it (RSA
+// with more than two primes, unequal halves or a large e; an EC key on another curve: software
+// handles those).
 const PreparedKey* prepared(const Op& op) {
   const auto& pk = op.private_key();
   if (pk == nullptr) return nullptr;
   std::shared_ptr<const void> p = pk->prepared([](EVP_PKEY* pkey) -> std::shared_ptr<const void> {
     auto key = std::make_shared<PreparedKey>();
-    if (mb::import_rsa_key(pkey, &key->key) != mb::ImportStatus::kOk) return nullptr;
+    if (EVP_PKEY_is_a(pkey, "RSA") == 1) {
+      key->rsa = true;
+      if (mb::import_rsa_key(pkey, &key->rsa_key) != mb::ImportStatus::kOk) return nullptr;
+      return key;
+    }
+    if (mb::import_ec_key(pkey, &key->ec_key) != mb::EcImportStatus::kOk) return nullptr;
     return key;
   });
   return static_cast<const PreparedKey*>(p.get());
@@ -107,16 +132,20 @@ class MbEngine final : public Engine {
   std::string_view name() const override { return "mb"; }
 
   bool accelerates(const Op& op) const override {
-    return op.kind() == OpKind::kRsaSign && class_of(op.key_bits()) >= 0 && prepared(op) != nullptr;
+    int cls = class_of(op);
+    if (cls < 0) return false;
+    const PreparedKey* key = prepared(op);
+    return key != nullptr && key->rsa == is_rsa(static_cast<size_t>(cls));
   }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
     const PreparedKey* key = prepared(*op);
-    int cls = class_of(op->key_bits());
+    int cls = class_of(*op);
     if (key == nullptr || cls < 0) return SubmitResult::kFailed;
     Queued q{op, ticket, {}, Clock::now()};
+    // RSA: the encoded message, modulus bytes; ECDSA: the digest.
     if (!op->raw_input(&q.input) ||
-        q.input.size() != static_cast<size_t>(key->key.modulus_bytes())) {
+        (key->rsa && q.input.size() != static_cast<size_t>(key->rsa_key.modulus_bytes()))) {
       return SubmitResult::kFailed;
     }
     queues_[static_cast<size_t>(cls)].push_back(std::move(q));
@@ -156,7 +185,7 @@ class MbEngine final : public Engine {
   struct Queued {
     OpRef op;
     uint64_t ticket;
-    std::vector<uint8_t> input;  // the encoded message, modulus bytes
+    std::vector<uint8_t> input;  // RSA: the encoded message, modulus bytes; ECDSA: the digest
     Clock::time_point arrived;
   };
 
@@ -174,19 +203,18 @@ class MbEngine final : public Engine {
     std::vector<bool> ok(n, false);
     if (n < kSoftwareBelow[cls]) {
       for (size_t i = 0; i < n; ++i) {
-        outputs[i].bytes.resize(batch[i].input.size());
-        ok[i] = mb::rsa_private_software(batch[i].op->private_key()->pkey(), batch[i].input.data(),
-                                         outputs[i].bytes.data());
+        if (is_rsa(cls)) {
+          outputs[i].bytes.resize(batch[i].input.size());
+          ok[i] = mb::rsa_private_software(batch[i].op->private_key()->pkey(),
+                                           batch[i].input.data(), outputs[i].bytes.data());
+        } else {
+          ok[i] = batch[i].op->compute_in_software(&outputs[i]);
+        }
         software_lanes().inc();
       }
     } else {
-      std::array<mb::CheckedLane, kLanes> lanes{};
-      for (size_t i = 0; i < n; ++i) {
-        outputs[i].bytes.resize(batch[i].input.size());
-        lanes[i] = {&prepared(*batch[i].op)->key, batch[i].op->private_key()->pkey(),
-                    batch[i].input.data(), outputs[i].bytes.data()};
-      }
-      mb::CheckedOutcome outcome = mb::rsa_private_checked(backend(), {lanes.data(), n});
+      mb::CheckedOutcome outcome =
+          is_rsa(cls) ? run_rsa(batch, &outputs) : run_ecdsa(batch, &outputs);
       for (size_t i = 0; i < n; ++i) {
         auto bit = static_cast<uint8_t>(1u << i);
         ok[i] = (outcome.ok & bit) != 0 || (outcome.recomputed & bit) != 0;
@@ -198,6 +226,27 @@ class MbEngine final : public Engine {
       if (!ok[i]) outputs[i].bytes.clear();
       sink_->complete(batch[i].op, batch[i].ticket, ok[i], std::move(outputs[i]));
     }
+  }
+
+  static mb::CheckedOutcome run_rsa(const std::vector<Queued>& batch,
+                                    std::vector<OpOutput>* outputs) {
+    std::array<mb::CheckedLane, kLanes> lanes{};
+    for (size_t i = 0; i < batch.size(); ++i) {
+      (*outputs)[i].bytes.resize(batch[i].input.size());
+      lanes[i] = {&prepared(*batch[i].op)->rsa_key, batch[i].op->private_key()->pkey(),
+                  batch[i].input.data(), (*outputs)[i].bytes.data()};
+    }
+    return mb::rsa_private_checked(backend(), {lanes.data(), batch.size()});
+  }
+
+  static mb::CheckedOutcome run_ecdsa(const std::vector<Queued>& batch,
+                                      std::vector<OpOutput>* outputs) {
+    std::array<mb::EcdsaCheckedLane, kLanes> lanes{};
+    for (size_t i = 0; i < batch.size(); ++i) {
+      lanes[i] = {&prepared(*batch[i].op)->ec_key, batch[i].op->private_key()->pkey(),
+                  batch[i].input.data(), batch[i].input.size(), &(*outputs)[i].bytes};
+    }
+    return mb::ecdsa_sign_checked(backend(), {lanes.data(), batch.size()});
   }
 
   CompletionSink* sink_;
@@ -216,6 +265,7 @@ std::string probe_mb(const config::OffloadSettings&) {
 Result<std::unique_ptr<Engine>> create_mb(const config::OffloadSettings& settings,
                                           const EngineContext& context) {
   if (std::string reason = probe_mb(settings); !reason.empty()) return Error{reason};
+  mb::ec_build_tables();  // the fixed-base tables, now rather than in the first handshake
   return std::unique_ptr<Engine>(new MbEngine(settings, context));
 }
 
