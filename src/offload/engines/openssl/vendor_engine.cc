@@ -321,11 +321,11 @@ class EngineVendor final : public Vendor {
         return caps.ecdh_derive;
       case OpKind::kX25519Derive:
       case OpKind::kX25519Keygen:
-        // X25519 reaches an engine only through an EVP_PKEY_METHOD (QAT_Engine's), which
-        // would need a legacy X25519 key of that engine per handshake; not used.
-        return false;
       case OpKind::kGzip:
-        return false;  // compression is not a card's here
+        // X25519 reaches an engine only through an EVP_PKEY_METHOD (QAT_Engine's), which
+        // would need a legacy X25519 key of that engine per handshake; not used. Compression
+        // has its own chain.
+        return false;
     }
     return false;
   }
