@@ -1,7 +1,9 @@
 // Our ECDH and X25519 key exchanges. Deriving a secret inside an async job is an offload op
-// (kEcdhDerive, kX25519Derive); the rest forwards to the default provider.
+// (kEcdhDerive, kX25519Derive); the rest forwards to the default provider. Such an op also
+// carries the raw form of the derivation (op.h), made only if an engine asks for it.
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/params.h>
 
 #include <algorithm>
@@ -100,8 +102,8 @@ bool uses_kdf(void* inner) {
 // derive_library_fn is the LibraryFn of a derivation on |ctx| (empty when it cannot be made: the
 // op then has none, and an engine that needs one passes it on).
 template <Algorithm A>
-offload::LibraryFn derive_library_fn(ExchangeCtx* ctx, size_t outlen) {
-  if (ctx->key == nullptr || ctx->peer == nullptr || uses_kdf<A>(ctx->inner)) return {};
+offload::LibraryFn derive_library_fn(ExchangeCtx* ctx, size_t outlen, bool kdf) {
+  if (ctx->key == nullptr || ctx->peer == nullptr || kdf) return {};
   auto recipe = std::make_shared<LibraryRecipe>();
   recipe->operation = LibraryRecipe::Operation::kDerive;
   recipe->alg = A;
@@ -109,6 +111,66 @@ offload::LibraryFn derive_library_fn(ExchangeCtx* ctx, size_t outlen) {
   recipe->peer = ctx->peer;
   recipe->outsize = outlen;
   return library_fn(std::move(recipe));
+}
+
+// key_octets reads the octet-string parameter |name| of the default key |inner| into |out|
+// (at most |max| bytes).
+template <Algorithm A>
+bool key_octets(void* inner, const char* name, size_t max, std::vector<uint8_t>* out) {
+  auto* get = Backend::get().fn<OSSL_FUNC_keymgmt_get_params_fn>(Operation::kKeymgmt, A,
+                                                                 OSSL_FUNC_KEYMGMT_GET_PARAMS);
+  if (get == nullptr || inner == nullptr) return false;
+  out->resize(max);
+  OSSL_PARAM want[] = {OSSL_PARAM_construct_octet_string(name, out->data(), max),
+                       OSSL_PARAM_construct_end()};
+  if (get(inner, want) != 1 || !OSSL_PARAM_modified(&want[0]) || want[0].return_size > max) {
+    OPENSSL_cleanse(out->data(), out->size());
+    out->clear();
+    return false;
+  }
+  out->resize(want[0].return_size);
+  return true;
+}
+
+// kX25519Bytes is the length of an X25519 key, public or private, and of its shared secret.
+constexpr size_t kX25519Bytes = 32;
+// kMaxPointBytes bounds an encoded P-384 point (04 || x || y).
+constexpr size_t kMaxPointBytes = 1 + 2 * 48;
+
+// set_raw_derive gives a derivation's op its raw form (op.h, RawInputFn): for X25519 our raw
+// private key and the peer's raw public key; for ECDH our key (imported only if an engine asks)
+// and the peer's encoded point. Not for a KDF's derivation, nor for an output shorter than the
+// secret (the default provider truncates; the raw form does not).
+template <Algorithm A>
+void set_raw_derive(offload::Op* op, ExchangeCtx* ctx, size_t outlen, bool kdf) {
+  if (ctx->key == nullptr || ctx->peer == nullptr || kdf) return;
+  std::shared_ptr<void> ours = ctx->key->inner;
+  std::shared_ptr<void> peer = ctx->peer;
+  if constexpr (A == Algorithm::kX25519) {
+    if (outlen < kX25519Bytes) return;
+    op->set_private_key(offload::PrivateKeyFn{}, [ours, peer](std::vector<uint8_t>* data) {
+      std::vector<uint8_t> priv;
+      std::vector<uint8_t> pub;
+      bool ok = key_octets<A>(ours.get(), OSSL_PKEY_PARAM_PRIV_KEY, kX25519Bytes, &priv) &&
+                priv.size() == kX25519Bytes &&
+                key_octets<A>(peer.get(), OSSL_PKEY_PARAM_PUB_KEY, kX25519Bytes, &pub) &&
+                pub.size() == kX25519Bytes;
+      if (ok) {
+        data->assign(priv.begin(), priv.end());
+        data->insert(data->end(), pub.begin(), pub.end());
+      }
+      OPENSSL_cleanse(priv.data(), priv.size());
+      return ok;
+    });
+  } else {
+    if (outlen < static_cast<size_t>((ctx->bits + 7) / 8)) return;
+    std::shared_ptr<KeyExport> exported = key_export(ctx->key);
+    op->set_private_key([exported] { return exported->private_key(); },
+                        [peer](std::vector<uint8_t>* data) {
+                          return key_octets<A>(peer.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY,
+                                               kMaxPointBytes, data);
+                        });
+  }
 }
 
 template <Algorithm A>
@@ -130,10 +192,12 @@ int kx_derive(void* vctx, unsigned char* secret, size_t* secretlen, size_t outle
     bytes->resize(len);
     return true;
   };
+  const bool kdf = uses_kdf<A>(ctx->inner);
   return offload_to_buffer(
       kKind, ctx->bits, ctx->inner, def<A, OSSL_FUNC_keyexch_dupctx_fn>(OSSL_FUNC_KEYEXCH_DUPCTX),
       def<A, OSSL_FUNC_keyexch_freectx_fn>(OSSL_FUNC_KEYEXCH_FREECTX), std::move(compute),
-      derive_library_fn<A>(ctx, outlen), secret, secretlen, outlen);
+      derive_library_fn<A>(ctx, outlen, kdf), secret, secretlen, outlen,
+      [ctx, outlen, kdf](offload::Op* op) { set_raw_derive<A>(op, ctx, outlen, kdf); });
 }
 
 template <Algorithm A>

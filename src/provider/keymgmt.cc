@@ -3,8 +3,12 @@
 // async job, is an offload op (kX25519Keygen).
 
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/params.h>
+#include <openssl/rand.h>
 
+#include <array>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -138,6 +142,77 @@ offload::OpRef x25519_keygen_op(std::shared_ptr<GenRecipe> recipe) {
   return std::make_shared<offload::Op>(offload::OpKind::kX25519Keygen, 256, std::move(software));
 }
 
+// kX25519Bytes is the length of a raw X25519 key, public or private.
+constexpr size_t kX25519Bytes = 32;
+
+// RawKeygen is the raw private key of a key generation whose arithmetic an engine does itself
+// (op.h, kX25519Keygen): drawn when the engine asks for the op's raw input, kept to make the
+// key from it and the engine's public key.
+struct RawKeygen {
+  std::array<uint8_t, kX25519Bytes> priv{};
+  bool drawn = false;
+  RawKeygen() = default;
+  RawKeygen(const RawKeygen&) = delete;
+  RawKeygen& operator=(const RawKeygen&) = delete;
+  ~RawKeygen() { OPENSSL_cleanse(priv.data(), priv.size()); }
+};
+
+// plain_params says whether |params| (may be null) hold only what does not change how an X25519
+// key is made from random bytes: the group's name (libssl sets it) and a property query.
+bool plain_params(const OSSL_PARAM* params) {
+  for (const OSSL_PARAM* p = params; p != nullptr && p->key != nullptr; ++p) {
+    if (std::strcmp(p->key, OSSL_PKEY_PARAM_GROUP_NAME) != 0 &&
+        std::strcmp(p->key, OSSL_PKEY_PARAM_PROPERTIES) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// set_raw_x25519_keygen gives a key generation's op its raw input: a private key drawn as the
+// default provider draws it (its DRBG, then RFC 7748's clamping). Not for a generation with
+// other parameters (a later OpenSSL's deterministic generation from input keying material).
+void set_raw_x25519_keygen(offload::Op* op, const GenRecipe& recipe,
+                           const std::shared_ptr<RawKeygen>& raw) {
+  if (!plain_params(recipe.init_params.get())) return;
+  for (const ParamsCopy& p : recipe.set_params) {
+    if (!plain_params(p.get())) return;
+  }
+  op->set_private_key(offload::PrivateKeyFn{}, [raw](std::vector<uint8_t>* data) {
+    if (!raw->drawn) {
+      if (RAND_priv_bytes_ex(Backend::get().libctx(), raw->priv.data(), raw->priv.size(), 0) != 1) {
+        return false;
+      }
+      raw->priv[0] &= 248;
+      raw->priv[31] &= 127;
+      raw->priv[31] |= 64;
+      raw->drawn = true;
+    }
+    data->assign(raw->priv.begin(), raw->priv.end());
+    return true;
+  });
+}
+
+// x25519_from_raw makes a default X25519 key of |priv| and its public key |pub| (both
+// kX25519Bytes), without computing the public key again.
+void* x25519_from_raw(const uint8_t* priv, const uint8_t* pub) {
+  constexpr Algorithm A = Algorithm::kX25519;
+  void* key =
+      def<A, OSSL_FUNC_keymgmt_new_fn>(OSSL_FUNC_KEYMGMT_NEW)(Backend::get().default_provctx());
+  if (key == nullptr) return nullptr;
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_octet_string(
+                             OSSL_PKEY_PARAM_PRIV_KEY, const_cast<uint8_t*>(priv), kX25519Bytes),
+                         OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY,
+                                                           const_cast<uint8_t*>(pub), kX25519Bytes),
+                         OSSL_PARAM_construct_end()};
+  if (def<A, OSSL_FUNC_keymgmt_import_fn>(OSSL_FUNC_KEYMGMT_IMPORT)(
+          key, OSSL_KEYMGMT_SELECT_KEYPAIR, params) != 1) {
+    def<A, OSSL_FUNC_keymgmt_free_fn>(OSSL_FUNC_KEYMGMT_FREE)(key);
+    return nullptr;
+  }
+  return key;
+}
+
 template <Algorithm A>
 void* km_gen(void* genctx, OSSL_CALLBACK* cb, void* cbarg) {
   auto* gen = static_cast<GenCtx*>(genctx);
@@ -146,9 +221,15 @@ void* km_gen(void* genctx, OSSL_CALLBACK* cb, void* cbarg) {
     // caller may free it as soon as we return. Those generations stay inline.
     if ((gen->recipe->selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) != 0 && !gen->has_template &&
         in_async_job()) {
-      OpResult r = run_op(x25519_keygen_op(gen->recipe));
-      if (!r.ok || r.output.key == nullptr) return nullptr;
-      return new KeyData(A, std::move(r.output.key));
+      offload::OpRef op = x25519_keygen_op(gen->recipe);
+      auto raw = std::make_shared<RawKeygen>();
+      set_raw_x25519_keygen(op.get(), *gen->recipe, raw);
+      OpResult r = run_op(op);
+      if (!r.ok) return nullptr;
+      if (r.output.key != nullptr) return new KeyData(A, std::move(r.output.key));
+      // An engine that did the arithmetic (op.h): the public key of the private key it was given.
+      if (!raw->drawn || r.output.bytes.size() != kX25519Bytes) return nullptr;
+      return wrap_key<A>(x25519_from_raw(raw->priv.data(), r.output.bytes.data()));
     }
     if ((gen->recipe->selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) != 0) {
       count_op(offload::OpKind::kX25519Keygen, "inline");

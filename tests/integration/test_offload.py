@@ -54,10 +54,10 @@ class OffloadCase(TlsTestCase):
         """The error log gets |text| (written just after the workers start, so wait for it)."""
         self.assertTrue(wait_until(lambda: text in s.error_log(), timeout=10), s.error_log())
 
-    def start(self, main, workers=2, ec=False, env=None):
+    def start(self, main, workers=2, ec=False, env=None, extra=""):
         # Tickets off: every wrk request is a full handshake with a signature.
-        s = self.server(tls_server(self.certs, "ssl_session_tickets off;", ec=ec), main=main, workers=workers,
-                        files={"html/index.html": "hello offload\n"})
+        s = self.server(tls_server(self.certs, "ssl_session_tickets off;" + extra, ec=ec),
+                        main=main, workers=workers, files={"html/index.html": "hello offload\n"})
         s.start(env=env)
         return s
 
@@ -116,7 +116,7 @@ class OffloadTest(OffloadCase):
         self.assertIn(("accelgate_offload_latency_seconds_count",
                        '{engine="emu",op="rsa_sign"}'), m)
 
-    def test_mb_engine_batches_rsa_signatures(self):
+    def test_mb_engine_batches_handshake_ops(self):
         # Runs where the CPU has no IFMA too, on the portable back end (test hook; about 100 ms a
         # batch of eight here, so a generous op_timeout). One worker, so the batches form there.
         s = self.start(offload_block("mb", extra="op_timeout 5s;"), workers=1,
@@ -127,13 +127,28 @@ class OffloadTest(OffloadCase):
         self.assertGreater(ops(m, "mb", "rsa_sign", "ok"), 0, m)
         self.assertEqual(total(m, "mb", "error") + total(m, "mb", "timeout"), 0, m)
         self.assertEqual(total(m, "sw", "fallback"), 0, m)
-        # mb has no kernel for X25519: those went to sw, as accelerated by nobody (not fallback).
-        self.assertGreater(ops(m, "sw", "x25519_derive", "ok"), 0, m)
+        # The ephemeral X25519 key of every handshake and its shared secret are mb's too.
+        self.assertGreater(ops(m, "mb", "x25519_keygen", "ok"), 0, m)
+        self.assertGreater(ops(m, "mb", "x25519_derive", "ok"), 0, m)
+        self.assertEqual(total(m, "sw"), 0, m)
         self.assertEqual(m.get(("accelgate_offload_mb_recomputed_total", "")), 0, m)
         # Batches formed: more ops than batches, so some held several.
         batches = m[("accelgate_offload_batch_size_count", "")]
         lanes = m[("accelgate_offload_batch_size_sum", "")]
         self.assertGreater(lanes, batches, m)
+
+    def test_mb_engine_serves_ecdsa_and_ecdh(self):
+        # An ECDSA certificate and P-384 key exchange (the client's X25519 key share is refused:
+        # a HelloRetryRequest): the signature and the ECDH secret are mb's; P-384 always
+        # batches, even alone.
+        s = self.start(offload_block("mb", extra="op_timeout 5s;"), workers=1, ec=True,
+                       env={"ACCELGATE_TEST_MB_PORTABLE": "1"}, extra="ssl_ecdh_curve secp384r1;")
+        self.load(s, connections=4, seconds=2)
+        m = scrape(s.port)
+        self.assertGreater(ops(m, "mb", "ecdsa_sign", "ok"), 0, m)
+        self.assertGreater(ops(m, "mb", "ecdh_derive", "ok"), 0, m)
+        self.assertEqual(total(m, "mb", "error") + total(m, "mb", "timeout") + total(m, "sw"), 0, m)
+        self.assertEqual(m.get(("accelgate_offload_mb_recomputed_total", "")), 0, m)
 
     def test_pool_threads_are_counted_and_shared_across_reloads(self):
         main = offload_block("pool", extra="pool_threads 3;")

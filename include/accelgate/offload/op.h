@@ -44,7 +44,9 @@ std::string_view op_kind_name(OpKind kind);
 
 // OpOutput is what an op produces: |bytes| (a signature, a plaintext, a shared secret) or, for
 // a key generation, |key| (the key as OpenSSL's default provider holds it; its deleter frees
-// it, so an output that is discarded cleans up after itself).
+// it, so an output that is discarded cleans up after itself). An engine that computes a key
+// generation's arithmetic itself (mb, kX25519Keygen) leaves |key| empty and gives the public key
+// in |bytes| (see RawInputFn); the op's creator makes the key from its parts.
 struct OpOutput {
   std::vector<uint8_t> bytes;
   std::shared_ptr<void> key;
@@ -97,11 +99,23 @@ class PrivateKey {
   mutable std::shared_ptr<const void> prepared_;
 };
 
-// RawInputFn computes the input of an op's private-key arithmetic into |data|: for kRsaSign the
-// encoded message (EMSA-PKCS1-v1_5 or EMSA-PSS, RFC 8017 §9), as many bytes as the modulus, so
-// that the signature is data^d mod n. Called on the submitting loop's thread; false when it
-// cannot be made (the engine then passes the op on).
+// RawInputFn computes the input of an op's private-key arithmetic into |data|:
+// - kRsaSign: the encoded message (EMSA-PKCS1-v1_5 or EMSA-PSS, RFC 8017 §9), as many bytes as
+//   the modulus, so that the signature is data^d mod n (private_key() is the RSA key);
+// - kEcdsaSign: the digest (private_key() is the EC key; the engine draws the nonce);
+// - kEcdhDerive: the peer's public point, encoded (SEC 1 §2.3.3; private_key() is ours); the
+//   output is the x-coordinate, as many bytes as the field;
+// - kX25519Derive: 64 bytes, our raw private key then the peer's raw public key (RFC 7748), no
+//   private_key(); the output is the 32-byte shared secret;
+// - kX25519Keygen: the new raw private key, 32 bytes drawn by the op's creator, no
+//   private_key(); the output is the raw public key in |bytes| (OpOutput).
+// Secret inputs are the engine's to wipe once used. Called on the submitting loop's thread, at
+// most once per submission; false when it cannot be made (the engine then passes the op on).
 using RawInputFn = std::function<bool(std::vector<uint8_t>* data)>;
+
+// PrivateKeyFn returns an op's PrivateKey, made only when an engine asks (an ephemeral ECDH key
+// is imported only if an engine will compute with it).
+using PrivateKeyFn = std::function<std::shared_ptr<const PrivateKey>()>;
 
 class Dispatcher;
 
@@ -133,16 +147,26 @@ class Op {
   // set_library_fn is called by the op's creator before submitting.
   void set_library_fn(LibraryFn fn) { library_ = std::move(fn); }
 
-  // set_private_key gives the op its key and raw input for engines that compute the arithmetic
-  // themselves (the creator calls it before submitting, when it can describe the op that way).
-  void set_private_key(std::shared_ptr<const PrivateKey> key, RawInputFn raw_input) {
-    key_ = std::move(key);
+  // set_private_key gives the op its key (made on first use by |key|; empty for an op without
+  // one) and raw input, for engines that compute the arithmetic themselves (the creator calls
+  // it before submitting, when it can describe the op that way).
+  void set_private_key(PrivateKeyFn key, RawInputFn raw_input) {
+    key_fn_ = std::move(key);
     raw_input_ = std::move(raw_input);
   }
-  // private_key is null for an op without one.
-  const std::shared_ptr<const PrivateKey>& private_key() const { return key_; }
+  void set_private_key(std::shared_ptr<const PrivateKey> key, RawInputFn raw_input) {
+    set_private_key(PrivateKeyFn([key = std::move(key)] { return key; }), std::move(raw_input));
+  }
+  // private_key is null for an op without one. The first call makes it; thread-safe.
+  const std::shared_ptr<const PrivateKey>& private_key() const {
+    std::call_once(key_once_, [this] {
+      if (key_fn_) key_ = key_fn_();
+    });
+    return key_;
+  }
   // raw_input computes the raw input (see RawInputFn); false when the op has none.
   bool raw_input(std::vector<uint8_t>* data) const { return raw_input_ && raw_input_(data); }
+  bool has_raw_input() const { return static_cast<bool>(raw_input_); }
 
   // set_on_complete sets the callback the dispatcher calls when the op has ended (set it before
   // submitting).
@@ -162,7 +186,9 @@ class Op {
   const int key_bits_;
   const SoftwareFn software_;
   LibraryFn library_;
-  std::shared_ptr<const PrivateKey> key_;
+  PrivateKeyFn key_fn_;
+  mutable std::once_flag key_once_;
+  mutable std::shared_ptr<const PrivateKey> key_;
   RawInputFn raw_input_;
   Completion on_complete_;
 

@@ -1,8 +1,8 @@
 // The mb engine: ops wait in per-loop batch queues and are computed at flush (the loop's idle
 // hook), full batches by the multi-buffer kernels, batches too small for eight lanes by OpenSSL;
-// ECDSA P-256/P-384 as well; mb_flush lets a partial batch wait; ops mb has no kernel for, or whose
-// key it cannot use, are not accelerated, so the dispatcher gives them to sw even with `fallback
-// off`.
+// ECDSA and ECDH on P-256/P-384 and X25519 key generation and derivation as well; mb_flush lets a
+// partial batch wait; ops mb has no kernel for, or whose key it cannot use, are not accelerated,
+// so the dispatcher gives them to sw even with `fallback off`.
 //
 // This machine may have no AVX-512 IFMA: the test hook ACCELGATE_TEST_MB_PORTABLE=1 lets the
 // engine run on the portable back end (same kernels, same control flow, slower), so batching is
@@ -12,6 +12,7 @@
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -121,6 +122,94 @@ bool ecdsa_verifies(EVP_PKEY* key, const std::vector<uint8_t>& digest,
          EVP_PKEY_verify(ctx.get(), der.data(), der.size(), digest.data(), digest.size()) == 1;
 }
 
+using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
+
+// derive is OpenSSL's shared secret of |ours| and |peer| (empty on failure).
+std::vector<uint8_t> derive(EVP_PKEY* ours, EVP_PKEY* peer) {
+  std::unique_ptr<EVP_PKEY_CTX, void (*)(EVP_PKEY_CTX*)> ctx(EVP_PKEY_CTX_new(ours, nullptr),
+                                                             EVP_PKEY_CTX_free);
+  size_t len = 0;
+  if (EVP_PKEY_derive_init(ctx.get()) != 1 || EVP_PKEY_derive_set_peer(ctx.get(), peer) != 1 ||
+      EVP_PKEY_derive(ctx.get(), nullptr, &len) != 1) {
+    return {};
+  }
+  std::vector<uint8_t> out(len);
+  if (EVP_PKEY_derive(ctx.get(), out.data(), &len) != 1) return {};
+  out.resize(len);
+  return out;
+}
+
+std::vector<uint8_t> raw_key(EVP_PKEY* key, bool priv) {
+  std::vector<uint8_t> out(32);
+  size_t len = out.size();
+  int ok = priv ? EVP_PKEY_get_raw_private_key(key, out.data(), &len)
+                : EVP_PKEY_get_raw_public_key(key, out.data(), &len);
+  if (ok != 1) return {};
+  out.resize(len);
+  return out;
+}
+
+// An X25519 op as the provider makes it (op.h): a derivation's raw input is our private key and
+// the peer's public key, a generation's the private key; no PrivateKey. The software function
+// computes the same with OpenSSL (a generation's "key" output stands for the default key).
+RawOp make_x25519_op(EVP_PKEY* ours, EVP_PKEY* peer) {
+  RawOp r;
+  r.input = raw_key(ours, true);
+  if (peer != nullptr) {
+    std::vector<uint8_t> pub = raw_key(peer, false);
+    r.input.insert(r.input.end(), pub.begin(), pub.end());
+  }
+  OpKind kind = peer != nullptr ? OpKind::kX25519Derive : OpKind::kX25519Keygen;
+  EVP_PKEY_up_ref(ours);
+  if (peer != nullptr) EVP_PKEY_up_ref(peer);
+  auto o = std::shared_ptr<EVP_PKEY>(ours, EVP_PKEY_free);
+  auto p = std::shared_ptr<EVP_PKEY>(peer, EVP_PKEY_free);
+  r.op = std::make_shared<Op>(kind, 256, [o, p](OpOutput* out) {
+    if (p == nullptr) {
+      out->key = o;
+      return true;
+    }
+    out->bytes = derive(o.get(), p.get());
+    return !out->bytes.empty();
+  });
+  r.op->set_private_key(PrivateKeyFn{}, [input = r.input](std::vector<uint8_t>* data) {
+    *data = input;
+    return true;
+  });
+  return r;
+}
+
+// encoded_point is |key|'s public point, uncompressed (SEC 1 §2.3.3).
+std::vector<uint8_t> encoded_point(EVP_PKEY* key) {
+  std::vector<uint8_t> out(97);
+  size_t len = 0;
+  if (EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", out.data(), out.size(), &len) != 1) {
+    return {};
+  }
+  out.resize(len);
+  return out;
+}
+
+// An ECDH op: our PrivateKey (made lazily, as the provider does) and the peer's encoded point.
+RawOp make_ecdh_op(const std::shared_ptr<const PrivateKey>& key, EVP_PKEY* peer,
+                   std::vector<uint8_t> point = {}) {
+  int bits = EVP_PKEY_get_bits(key->pkey());
+  RawOp r;
+  r.input = point.empty() ? encoded_point(peer) : std::move(point);
+  EVP_PKEY_up_ref(peer);
+  auto p = std::shared_ptr<EVP_PKEY>(peer, EVP_PKEY_free);
+  r.op = std::make_shared<Op>(OpKind::kEcdhDerive, bits, [key, p](OpOutput* out) {
+    out->bytes = derive(key->pkey(), p.get());
+    return !out->bytes.empty();
+  });
+  r.op->set_private_key([key] { return key; },
+                        [input = r.input](std::vector<uint8_t>* data) {
+                          *data = input;
+                          return true;
+                        });
+  return r;
+}
+
 uint64_t metric(const std::string& name) {
   std::istringstream text(metrics::Registry::global().render());
   for (std::string line; std::getline(text, line);) {
@@ -148,6 +237,19 @@ class MbEngineTest : public EngineTest {
     auto engine = create_mb(s, context());
     EXPECT_TRUE(engine) << engine.error().message;
     return engine ? std::move(*engine) : nullptr;
+  }
+
+  // submit_and_flush submits |ops| (each accelerated, each pending), flushes and expects one
+  // completion per op, in order, in sink_.records.
+  void submit_and_flush(Engine* engine, const std::vector<RawOp>& ops) {
+    sink_.records.clear();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      ASSERT_TRUE(engine->accelerates(*ops[i].op)) << "op " << i;
+      OpOutput out;
+      ASSERT_EQ(engine->submit(ops[i].op, 1 + i, &out), SubmitResult::kPending) << "op " << i;
+    }
+    engine->flush();
+    ASSERT_EQ(sink_.records.size(), ops.size());
   }
 
   static std::shared_ptr<const PrivateKey> keys_[2];
@@ -196,16 +298,9 @@ TEST_F(MbEngineTest, EcdsaEveryFillOnBothCurvesVerifies) {
     std::vector<std::shared_ptr<const PrivateKey>> k(keys);
     ASSERT_NE(k[0], nullptr);
     for (size_t fill = 1; fill <= 8; ++fill) {
-      sink_.records.clear();
       std::vector<RawOp> ops;
-      for (size_t i = 0; i < fill; ++i) {
-        ops.push_back(make_ecdsa_op(k[i % 2]));
-        ASSERT_TRUE(engine->accelerates(*ops.back().op)) << curve;
-        OpOutput out;
-        ASSERT_EQ(engine->submit(ops.back().op, 1 + i, &out), SubmitResult::kPending);
-      }
-      engine->flush();
-      ASSERT_EQ(sink_.records.size(), fill);
+      for (size_t i = 0; i < fill; ++i) ops.push_back(make_ecdsa_op(k[i % 2]));
+      ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops)) << curve;
       for (size_t i = 0; i < fill; ++i) {
         ASSERT_TRUE(sink_.records[i].ok) << curve << " fill " << fill;
         EXPECT_TRUE(ecdsa_verifies(k[i % 2]->pkey(), ops[i].input, sink_.records[i].bytes))
@@ -227,6 +322,112 @@ TEST_F(MbEngineTest, EcdsaEveryFillOnBothCurvesVerifies) {
   EXPECT_FALSE(engine->accelerates(ec_with_rsa));
 }
 
+TEST_F(MbEngineTest, X25519EveryFillMatchesOpenSsl) {
+  auto engine = make_mb();
+  ASSERT_TRUE(engine);
+  // Every result must come from the kernels: a lane recomputed by OpenSSL after a failed check
+  // would match OpenSSL too.
+  const uint64_t recomputed_before = metric("accelgate_offload_mb_recomputed_total");
+  std::vector<Pkey> keys;
+  for (int i = 0; i < 16; ++i) keys.emplace_back(EVP_PKEY_Q_keygen(nullptr, nullptr, "X25519"));
+  for (bool keygen : {false, true}) {
+    for (size_t fill = 1; fill <= 8; ++fill) {
+      uint64_t software_before = metric("accelgate_offload_mb_software_total");
+      std::vector<RawOp> ops;
+      for (size_t i = 0; i < fill; ++i) {
+        // Mixed keys: lane i derives with key i and peer i + 8.
+        ops.push_back(make_x25519_op(keys[i].get(), keygen ? nullptr : keys[i + 8].get()));
+      }
+      ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops));
+      // A lone derivation is cheaper in OpenSSL; key generations always batch.
+      bool software = !keygen && fill == 1;
+      EXPECT_EQ(metric("accelgate_offload_mb_software_total") - software_before,
+                software ? 1u : 0u);
+      for (size_t i = 0; i < fill; ++i) {
+        const Completion& c = sink_.records[i];
+        ASSERT_TRUE(c.ok) << "fill " << fill << " lane " << i;
+        std::vector<uint8_t> expected =
+            keygen ? raw_key(keys[i].get(), false) : derive(keys[i].get(), keys[i + 8].get());
+        EXPECT_EQ(c.bytes, expected)
+            << (keygen ? "keygen" : "derive") << " fill " << fill << " lane " << i;
+      }
+    }
+  }
+  // A low-order peer point (u = 0) gives an all-zero secret: refused, as OpenSSL refuses it;
+  // its batch neighbours are unaffected.
+  std::vector<RawOp> ops;
+  for (size_t i = 0; i < 8; ++i) {
+    ops.push_back(make_x25519_op(keys[i].get(), keys[i + 8].get()));
+    if (i == 3) std::fill(ops.back().input.begin() + 32, ops.back().input.end(), 0);
+    std::vector<uint8_t> input = ops.back().input;
+    ops.back().op->set_private_key(PrivateKeyFn{}, [input](std::vector<uint8_t>* data) {
+      *data = input;
+      return true;
+    });
+  }
+  ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops));
+  for (size_t i = 0; i < 8; ++i) {
+    EXPECT_EQ(sink_.records[i].ok, i != 3) << "lane " << i;
+    if (i != 3) {
+      EXPECT_EQ(sink_.records[i].bytes, derive(keys[i].get(), keys[i + 8].get()));
+    }
+  }
+  // A raw input of the wrong length fails at submit.
+  Op short_input(OpKind::kX25519Derive, 256, [](OpOutput*) { return true; });
+  auto bad = std::make_shared<Op>(OpKind::kX25519Derive, 256, [](OpOutput*) { return true; });
+  bad->set_private_key(PrivateKeyFn{}, [](std::vector<uint8_t>* data) {
+    data->assign(40, 1);
+    return true;
+  });
+  OpOutput out;
+  EXPECT_EQ(engine->submit(bad, 99, &out), SubmitResult::kFailed);
+  EXPECT_FALSE(engine->accelerates(short_input)) << "no raw input: not mb's";
+  EXPECT_EQ(metric("accelgate_offload_mb_recomputed_total"), recomputed_before);
+}
+
+TEST_F(MbEngineTest, EcdhEveryFillOnBothCurvesMatchesOpenSsl) {
+  auto engine = make_mb();
+  ASSERT_TRUE(engine);
+  const uint64_t recomputed_before = metric("accelgate_offload_mb_recomputed_total");
+  for (const char* curve : {"P-256", "P-384"}) {
+    std::vector<std::shared_ptr<const PrivateKey>> ours = {make_ec_key(curve), make_ec_key(curve)};
+    std::vector<Pkey> peers;
+    for (int i = 0; i < 8; ++i)
+      peers.emplace_back(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", curve));
+    ASSERT_NE(ours[0], nullptr);
+    for (size_t fill = 1; fill <= 8; ++fill) {
+      std::vector<RawOp> ops;
+      for (size_t i = 0; i < fill; ++i) ops.push_back(make_ecdh_op(ours[i % 2], peers[i].get()));
+      ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops)) << curve;
+      for (size_t i = 0; i < fill; ++i) {
+        ASSERT_TRUE(sink_.records[i].ok) << curve << " fill " << fill;
+        EXPECT_EQ(sink_.records[i].bytes, derive(ours[i % 2]->pkey(), peers[i].get()))
+            << curve << " fill " << fill << " lane " << i;
+      }
+    }
+    // A point off the curve fails its lane (OpenSSL refuses it too), not the batch.
+    std::vector<RawOp> ops;
+    for (size_t i = 0; i < 8; ++i) {
+      std::vector<uint8_t> point = encoded_point(peers[i].get());
+      if (i == 5) point.back() ^= 1;
+      ops.push_back(make_ecdh_op(ours[0], peers[i].get(), point));
+    }
+    ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops)) << curve;
+    for (size_t i = 0; i < 8; ++i) {
+      EXPECT_EQ(sink_.records[i].ok, i != 5) << curve << " lane " << i;
+      if (i != 5) {
+        EXPECT_EQ(sink_.records[i].bytes, derive(ours[0]->pkey(), peers[i].get()));
+      }
+    }
+  }
+  // An ECDH op with an RSA key is not mb's.
+  Pkey peer(EVP_PKEY_Q_keygen(nullptr, nullptr, "EC", "P-256"));
+  Op rsa_key(OpKind::kEcdhDerive, 256, [](OpOutput*) { return true; });
+  rsa_key.set_private_key(keys_[0], [](std::vector<uint8_t>*) { return true; });
+  EXPECT_FALSE(engine->accelerates(rsa_key));
+  EXPECT_EQ(metric("accelgate_offload_mb_recomputed_total"), recomputed_before);
+}
+
 TEST_F(MbEngineTest, MoreThanEightMakeSeveralBatches) {
   auto engine = make_mb();
   ASSERT_TRUE(engine);
@@ -245,14 +446,15 @@ TEST_F(MbEngineTest, MoreThanEightMakeSeveralBatches) {
   }
 }
 
-TEST_F(MbEngineTest, AcceleratesOnlySignaturesWithAKeyItCanUse) {
+TEST_F(MbEngineTest, AcceleratesOnlyWhatItHasKernelsAndAKeyFor) {
   auto engine = make_mb();
   ASSERT_TRUE(engine);
   EXPECT_TRUE(engine->accelerates(*make_rsa_op(keys_[0]).op));
   // No key, no raw input: nothing for the kernels.
   EXPECT_FALSE(engine->accelerates(Op(OpKind::kRsaSign, 2048, [](OpOutput*) { return true; })));
-  for (OpKind kind :
-       {OpKind::kRsaDecrypt, OpKind::kEcdhDerive, OpKind::kX25519Derive, OpKind::kX25519Keygen}) {
+  // RSA decryption has no kernel; the other kinds not at 2048 bits.
+  for (OpKind kind : {OpKind::kRsaDecrypt, OpKind::kEcdhDerive, OpKind::kX25519Derive,
+                      OpKind::kX25519Keygen, OpKind::kGzip}) {
     Op op(kind, 2048, [](OpOutput*) { return true; });
     op.set_private_key(keys_[0], [](std::vector<uint8_t>*) { return true; });
     EXPECT_FALSE(engine->accelerates(op)) << op_kind_name(kind);
@@ -304,8 +506,8 @@ TEST_F(MbEngineTest, MbFlushLetsAPartialBatchWait) {
   EXPECT_EQ(sink_.records.size(), 8u);
 }
 
-// With `fallback off` the software engine still serves what mb does not accelerate (X25519),
-// but never an op mb took on and failed.
+// With `fallback off` the software engine still serves what mb does not accelerate (here an
+// X25519 op without a raw form), but never an op mb took on and failed.
 TEST_F(MbEngineTest, FallbackOffStillServesWhatMbDoesNotAccelerate) {
   config::OffloadSettings s;
   s.crypto = "mb";

@@ -26,10 +26,12 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "accelgate/common/metrics.h"
 #include "accelgate/event/event_loop.h"
 #include "accelgate/offload/dispatcher.h"
 #include "gtest/gtest.h"
@@ -256,21 +258,40 @@ INSTANTIATE_TEST_SUITE_P(Engines, ServerModeTest,
                          });
 
 // The mb engine through the provider: RSA signatures (PKCS#1 v1.5 and PSS, every key size) are
-// encoded by the provider (rsa_encoding.h), ECDSA P-256/P-384 signatures get the digest; mb
-// computes them and plain OpenSSL verifies them. With `fallback off`, so a result comes from mb;
-// everything mb does not accelerate goes to sw. On a CPU without IFMA the test hook runs mb on
-// its portable back end.
-TEST_F(ProviderTest, MbEngineSigns) {
-  ::setenv("ACCELGATE_TEST_MB_PORTABLE", "1", 1);
-  std::vector<Check> signs;
-  for (Check& c : checks()) {
-    if (c.kinds == std::vector<std::string>{"rsa_sign"} ||
-        c.kinds == std::vector<std::string>{"ecdsa_sign"}) {
-      signs.push_back(std::move(c));
-    }
+// encoded by the provider (rsa_encoding.h), ECDSA P-256/P-384 signatures get the digest, ECDH
+// the peer's point, X25519 derivations both raw keys and X25519 key generations a private key
+// the provider draws (it makes the key from mb's public key); mb computes them and plain OpenSSL
+// checks them. With `fallback off`, so a result comes from mb; everything mb does not
+// accelerate (RSA decryption) goes to sw. On a CPU without IFMA the test hook runs mb on its
+// portable back end; a second hook sends every batch, even of one op, to the kernels (the checks
+// run one at a time), so that no op here is computed by OpenSSL inside mb.
+// metric_value reads an unlabelled metric of this process (0 when absent).
+uint64_t metric_value(const std::string& name) {
+  std::istringstream text(metrics::Registry::global().render());
+  for (std::string line; std::getline(text, line);) {
+    if (line.rfind(name + " ", 0) == 0) return std::stoull(line.substr(name.size() + 1));
   }
-  ASSERT_GE(signs.size(), 12u);  // RSA signatures of four kinds on three sizes, ECDSA
+  return 0;
+}
+
+TEST_F(ProviderTest, MbEngineServesEveryOpItHasKernelsFor) {
+  ::setenv("ACCELGATE_TEST_MB_PORTABLE", "1", 1);
+  ::setenv("ACCELGATE_TEST_MB_KERNELS_ALWAYS", "1", 1);
+  const std::set<std::string> mb_kinds = {"rsa_sign", "ecdsa_sign", "ecdh_derive", "x25519_derive",
+                                          "x25519_keygen"};
+  std::vector<Check> served;
+  for (Check& c : checks()) {
+    bool all_mb = true;
+    for (const std::string& k : c.kinds) all_mb = all_mb && mb_kinds.count(k) == 1;
+    if (all_mb) served.push_back(std::move(c));
+  }
+  std::set<std::string> kinds;
+  for (const Check& c : served) kinds.insert(c.kinds.begin(), c.kinds.end());
+  ASSERT_EQ(kinds, mb_kinds);
+  ASSERT_GE(served.size(), 16u);  // RSA signatures of four kinds on three sizes, EC, X25519
   auto before = op_counts();
+  uint64_t software_before = metric_value("accelgate_offload_mb_software_total");
+  uint64_t recomputed_before = metric_value("accelgate_offload_mb_recomputed_total");
   std::thread worker([&] {
     auto loop = event::EventLoop::create();
     ASSERT_TRUE(loop.ok());
@@ -282,7 +303,7 @@ TEST_F(ProviderTest, MbEngineSigns) {
     ASSERT_TRUE(dispatcher.ok()) << dispatcher.error().message;
     (*dispatcher)->make_current();
     int pauses = 0;
-    for (const Check& c : signs) {
+    for (const Check& c : served) {
       std::string why;
       bool ok = run_job_on_loop(
           loop->get(), true,
@@ -298,7 +319,14 @@ TEST_F(ProviderTest, MbEngineSigns) {
     OPENSSL_thread_stop();
   });
   worker.join();
-  expect_counted(signs, before, "mb");
+  ::unsetenv("ACCELGATE_TEST_MB_KERNELS_ALWAYS");
+  expect_counted(served, before, "mb");
+  EXPECT_EQ(count_of("x25519_derive", "sw"), before["x25519_derive sw"]);
+  EXPECT_EQ(count_of("ecdh_derive", "sw"), before["ecdh_derive sw"]);
+  EXPECT_EQ(metric_value("accelgate_offload_mb_software_total"), software_before)
+      << "an op was computed by OpenSSL inside mb: the kernels were not exercised";
+  EXPECT_EQ(metric_value("accelgate_offload_mb_recomputed_total"), recomputed_before)
+      << "a kernel result failed its check and was recomputed by OpenSSL";
 }
 
 // ---- LibraryFns: every op that produces bytes also carries a LibraryFn, which redoes it in

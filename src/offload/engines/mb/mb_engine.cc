@@ -1,9 +1,12 @@
-// mb: RSA private-key operations eight at a time on AVX-512 IFMA (src/crypto/mb), on the worker
-// loop's own thread. Ops wait in per-loop batch queues, one per key size; the loop's idle hook
+// mb: private-key operations eight at a time on AVX-512 IFMA (src/crypto/mb), on the worker
+// loop's own thread: RSA signatures, ECDSA signatures and ECDH on P-256 and P-384, X25519 key
+// generation and derivation. Ops wait in per-loop batch queues, one per class (an algorithm
+// and a size, X25519 key generation apart from derivation); the loop's idle hook
 // (Dispatcher::on_idle -> flush) computes them before the loop blocks, so a loaded server fills
 // whole batches and a quiet one adds no latency. A batch too small to pay for its eight lanes
 // is computed in software instead. See README.md.
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <array>
@@ -24,9 +27,21 @@ namespace {
 namespace mb = crypto::mb;
 
 constexpr size_t kLanes = 8;
-// The batch classes: one queue each per loop. RSA-2048, 3072, 4096 signatures, then ECDSA
-// P-256 and P-384 signatures.
-enum Class : size_t { kRsa2048, kRsa3072, kRsa4096, kEcdsaP256, kEcdsaP384, kClasses };
+// The batch classes: one queue each per loop. RSA-2048, 3072, 4096 signatures; ECDSA P-256 and
+// P-384 signatures; ECDH P-256 and P-384; X25519 key generations (the fixed-base kernel) and
+// derivations (the ladder).
+enum Class : size_t {
+  kRsa2048,
+  kRsa3072,
+  kRsa4096,
+  kEcdsaP256,
+  kEcdsaP384,
+  kEcdhP256,
+  kEcdhP384,
+  kX25519Keygen,
+  kX25519Derive,
+  kClasses
+};
 
 // kSoftwareBelow[class]: a batch of fewer ops than this is computed with OpenSSL, one by one.
 // An 8-lane batch costs the same whatever its fill. RSA, measured on AMD Zen 5 with
@@ -35,7 +50,10 @@ enum Class : size_t { kRsa2048, kRsa3072, kRsa4096, kEcdsaP256, kEcdsaP384, kCla
 // one, are cheaper in software. ECDSA, *estimated* from the IFMA build's instruction counts (no
 // IFMA machine has run it yet, src/crypto/mb/README.md): eight P-256 lanes about one OpenSSL
 // signature, so a lone op goes to OpenSSL; P-384, where OpenSSL 3.0 is slow, always batches.
-constexpr std::array<size_t, kClasses> kSoftwareBelow = {3, 2, 2, 2, 1};
+// The same estimates for the rest: eight P-256 ECDH lanes about 1.8 OpenSSL derivations, eight
+// X25519 ladders about 1.5 OpenSSL derivations (lone ops to OpenSSL), eight X25519 key
+// generations (fixed base) far less than one; P-384 ECDH always batches.
+constexpr std::array<size_t, kClasses> kSoftwareBelow = {3, 2, 2, 2, 1, 2, 1, 1, 2};
 
 int class_of(const Op& op) {
   switch (op.kind()) {
@@ -54,12 +72,34 @@ int class_of(const Op& op) {
       if (op.key_bits() == 256) return kEcdsaP256;
       if (op.key_bits() == 384) return kEcdsaP384;
       return -1;
+    case OpKind::kEcdhDerive:
+      if (op.key_bits() == 256) return kEcdhP256;
+      if (op.key_bits() == 384) return kEcdhP384;
+      return -1;
+    case OpKind::kX25519Keygen:
+      if (op.key_bits() == 256) return kX25519Keygen;
+      return -1;
+    case OpKind::kX25519Derive:
+      if (op.key_bits() == 256) return kX25519Derive;
+      return -1;
     default:
       return -1;
   }
 }
 
 bool is_rsa(size_t cls) { return cls <= kRsa4096; }
+bool is_x25519(size_t cls) { return cls == kX25519Keygen || cls == kX25519Derive; }
+
+// raw_input_bytes is the length of an X25519 op's raw input (op.h): the private key, and for a
+// derivation the peer's public key after it.
+size_t raw_input_bytes(size_t cls) { return cls == kX25519Derive ? 64 : 32; }
+
+// test_every_batch says whether the test hook ACCELGATE_TEST_MB_KERNELS_ALWAYS=1 sends batches
+// of any fill to the kernels (so that tests submitting one op at a time exercise them).
+bool test_every_batch() {
+  const char* v = std::getenv("ACCELGATE_TEST_MB_KERNELS_ALWAYS");
+  return v != nullptr && std::string_view(v) == "1";
+}
 
 // test_portable says whether the test hook ACCELGATE_TEST_MB_PORTABLE=1 lets the engine run on
 // the portable back end where the CPU has no IFMA. About 40 times slower than IFMA and slower
@@ -124,6 +164,8 @@ class MbEngine final : public Engine {
  public:
   MbEngine(const config::OffloadSettings& settings, const EngineContext& context)
       : sink_(context.sink), flush_delay_(settings.mb_flush) {
+    software_below_ = kSoftwareBelow;
+    if (test_every_batch()) software_below_.fill(1);
     // Registered now, so /metrics shows them at 0 before anything happened.
     software_lanes();
     recomputed_lanes();
@@ -133,22 +175,30 @@ class MbEngine final : public Engine {
 
   bool accelerates(const Op& op) const override {
     int cls = class_of(op);
-    if (cls < 0) return false;
+    if (cls < 0 || !op.has_raw_input()) return false;
+    if (is_x25519(static_cast<size_t>(cls))) return true;  // raw keys only, no PrivateKey
     const PreparedKey* key = prepared(op);
     return key != nullptr && key->rsa == is_rsa(static_cast<size_t>(cls));
   }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
-    const PreparedKey* key = prepared(*op);
     int cls = class_of(*op);
-    if (key == nullptr || cls < 0) return SubmitResult::kFailed;
+    if (cls < 0) return SubmitResult::kFailed;
+    const auto c = static_cast<size_t>(cls);
+    const PreparedKey* key = is_x25519(c) ? nullptr : prepared(*op);
+    if (key == nullptr && !is_x25519(c)) return SubmitResult::kFailed;
     Queued q{op, ticket, {}, Clock::now()};
-    // RSA: the encoded message, modulus bytes; ECDSA: the digest.
-    if (!op->raw_input(&q.input) ||
-        (key->rsa && q.input.size() != static_cast<size_t>(key->rsa_key.modulus_bytes()))) {
+    bool ok = op->raw_input(&q.input);
+    if (is_x25519(c)) {
+      ok = ok && q.input.size() == raw_input_bytes(c);
+    } else if (key->rsa) {
+      ok = ok && q.input.size() == static_cast<size_t>(key->rsa_key.modulus_bytes());
+    }
+    if (!ok) {
+      OPENSSL_cleanse(q.input.data(), q.input.size());
       return SubmitResult::kFailed;
     }
-    queues_[static_cast<size_t>(cls)].push_back(std::move(q));
+    queues_[c].push_back(std::move(q));
     return SubmitResult::kPending;
   }
 
@@ -185,7 +235,7 @@ class MbEngine final : public Engine {
   struct Queued {
     OpRef op;
     uint64_t ticket;
-    std::vector<uint8_t> input;  // RSA: the encoded message, modulus bytes; ECDSA: the digest
+    std::vector<uint8_t> input;  // the raw input (op.h, RawInputFn)
     Clock::time_point arrived;
   };
 
@@ -201,7 +251,7 @@ class MbEngine final : public Engine {
     }
     std::vector<OpOutput> outputs(n);
     std::vector<bool> ok(n, false);
-    if (n < kSoftwareBelow[cls]) {
+    if (n < software_below_[cls]) {
       for (size_t i = 0; i < n; ++i) {
         if (is_rsa(cls)) {
           outputs[i].bytes.resize(batch[i].input.size());
@@ -213,8 +263,7 @@ class MbEngine final : public Engine {
         software_lanes().inc();
       }
     } else {
-      mb::CheckedOutcome outcome =
-          is_rsa(cls) ? run_rsa(batch, &outputs) : run_ecdsa(batch, &outputs);
+      mb::CheckedOutcome outcome = run_kernels(cls, batch, &outputs);
       for (size_t i = 0; i < n; ++i) {
         auto bit = static_cast<uint8_t>(1u << i);
         ok[i] = (outcome.ok & bit) != 0 || (outcome.recomputed & bit) != 0;
@@ -222,9 +271,30 @@ class MbEngine final : public Engine {
       }
     }
     observe_batch_size(n);
+    if (is_x25519(cls)) {
+      for (Queued& q : batch) OPENSSL_cleanse(q.input.data(), q.input.size());
+    }
     for (size_t i = 0; i < n; ++i) {
       if (!ok[i]) outputs[i].bytes.clear();
       sink_->complete(batch[i].op, batch[i].ticket, ok[i], std::move(outputs[i]));
+    }
+  }
+
+  static mb::CheckedOutcome run_kernels(size_t cls, const std::vector<Queued>& batch,
+                                        std::vector<OpOutput>* outputs) {
+    switch (cls) {
+      case kEcdsaP256:
+      case kEcdsaP384:
+        return run_ecdsa(batch, outputs);
+      case kEcdhP256:
+        return run_ecdh(mb::EcCurve::kP256, batch, outputs);
+      case kEcdhP384:
+        return run_ecdh(mb::EcCurve::kP384, batch, outputs);
+      case kX25519Keygen:
+      case kX25519Derive:
+        return run_x25519(batch, outputs);
+      default:
+        return run_rsa(batch, outputs);
     }
   }
 
@@ -249,8 +319,38 @@ class MbEngine final : public Engine {
     return mb::ecdsa_sign_checked(backend(), {lanes.data(), batch.size()});
   }
 
+  static mb::CheckedOutcome run_ecdh(mb::EcCurve curve, const std::vector<Queued>& batch,
+                                     std::vector<OpOutput>* outputs) {
+    std::array<mb::EcdhCheckedLane, kLanes> lanes{};
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::vector<uint8_t>& out = (*outputs)[i].bytes;
+      out.resize(static_cast<size_t>(mb::ec_field_bytes(curve)));
+      lanes[i] = {&prepared(*batch[i].op)->ec_key,
+                  batch[i].op->private_key()->pkey(),
+                  nullptr,
+                  batch[i].input.data(),
+                  batch[i].input.size(),
+                  out.data()};
+    }
+    return mb::ecdh_derive_checked(backend(), curve, {lanes.data(), batch.size()});
+  }
+
+  // run_x25519: a key generation's output is the public key (op.h), a derivation's the secret.
+  static mb::CheckedOutcome run_x25519(const std::vector<Queued>& batch,
+                                       std::vector<OpOutput>* outputs) {
+    std::array<mb::X25519CheckedLane, kLanes> lanes{};
+    for (size_t i = 0; i < batch.size(); ++i) {
+      std::vector<uint8_t>& out = (*outputs)[i].bytes;
+      out.resize(32);
+      const uint8_t* in = batch[i].input.data();
+      lanes[i] = {in, batch[i].input.size() == 64 ? in + 32 : nullptr, out.data()};
+    }
+    return mb::x25519_checked(backend(), {lanes.data(), batch.size()});
+  }
+
   CompletionSink* sink_;
   const std::chrono::microseconds flush_delay_;
+  std::array<size_t, kClasses> software_below_{};
   std::array<std::deque<Queued>, kClasses> queues_;
 };
 
