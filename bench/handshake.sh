@@ -9,12 +9,22 @@
 # (ECDHE-RSA/ECDSA-AES256-GCM-SHA384) and TLS 1.3. Runs alternate; medians are printed.
 #
 # Usage: bench/handshake.sh [--runs N] [--duration SECONDS] [--connections N] [--engine LIST]
+#                           [--busy] [--multi-accept]
 #
 # --engine NAME (an `offload { crypto NAME; }` value: off, sw, pool, emu, auto...) runs accelgate
 # with that engine against nginx. --engine A,B,... compares accelgate with each engine instead
 # (no nginx): every engine's CPU ms per 1000 handshakes (= CPU µs per handshake, all threads of
 # the process, pool threads included), its requests/s, and its cost against the first engine
 # (e.g. --engine off,sw,pool: the framework's own cost with sw, and the pool's).
+#
+# --busy pins a busy loop to the servers' CPU during the runs: the server then gets about half a
+# core and stays saturated, with a queue of handshakes, which is where batching (mb) pays; without
+# it wrk on the other core cannot keep a server busy. CPU per handshake is still the server's own.
+# --multi-accept sets `multi_accept on` in both servers' events blocks: a loop then accepts every
+# waiting connection at once, so their handshakes move through the loop together and a batching
+# engine (mb) sees several private-key operations per iteration (with one accept per iteration
+# the handshakes are staggered and every batch holds one op).
+# p99: wrk's 99th percentile latency (closed loop: each server at the load it sustains).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,13 +32,17 @@ RUNS=3
 DURATION=8
 CONNECTIONS=20
 ENGINES=auto
+BUSY=0
+EVENTS_EXTRA=
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) RUNS=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
     --connections) CONNECTIONS=$2; shift 2 ;;
     --engine) ENGINES=$2; shift 2 ;;
-    *) echo "usage: $0 [--runs N] [--duration S] [--connections N] [--engine LIST]" >&2; exit 2 ;;
+    --busy) BUSY=1; shift ;;
+    --multi-accept) EVENTS_EXTRA="multi_accept on; "; shift ;;
+    *) echo "usage: $0 [--runs N] [--duration S] [--connections N] [--engine LIST] [--busy] [--multi-accept]" >&2; exit 2 ;;
   esac
 done
 
@@ -68,7 +82,7 @@ accelgate_conf() {
 worker_processes 1;
 pid var/accelgate-$port.pid;
 error_log var/error-$port.log error;
-events { worker_connections 1024; }
+events { worker_connections 1024; $EVENTS_EXTRA}
 offload { crypto $engine; pool_threads 1; }
 http {
     include mime.types;
@@ -78,17 +92,25 @@ $(server_block "$port" "$key" "$proto")
 CONF
 }
 
-measure() {  # measure PID PORT -> "cpu_ms_per_1000 rps"
-  local before after out reqs
+# start_busy: with --busy, a busy loop on CPU 0 (the servers' CPU), recorded in PIDS.
+start_busy() {
+  if [ "$BUSY" = 1 ]; then start_pinned 0 bash -c 'while :; do :; done'; fi
+}
+
+measure() {  # measure PID PORT -> "cpu_ms_per_1000 rps p99_ms"
+  local before after out reqs p99
   before=$(cpu_seconds "$1")
-  out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -H 'Connection: close' \
+  out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H 'Connection: close' \
     "https://127.0.0.1:$2/index.html")
   after=$(cpu_seconds "$1")
   reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
+  # wrk prints e.g. "     99%   12.34ms" (us, ms or s).
+  p99=$(echo "$out" | awk '$1 == "99%" { v = $2; u = v; gsub(/[0-9.]/, "", u); sub(/[a-z]+$/, "", v);
+    if (u == "us") v /= 1000; else if (u == "s") v *= 1000; printf "%.2f", v }')
   if echo "$out" | grep -q 'Socket errors'; then echo "$out" | grep 'Socket errors' >&2; fi
   if echo "$out" | grep -q 'Non-2xx'; then echo "$out" | grep 'Non-2xx' >&2; fi
-  awk -v b="$before" -v a="$after" -v n="$reqs" -v d="$DURATION" \
-    'BEGIN { printf "%.3f %.0f\n", (a - b) * 1000 / n * 1000, n / d }'
+  awk -v b="$before" -v a="$after" -v n="$reqs" -v d="$DURATION" -v p="${p99:-0}" \
+    'BEGIN { printf "%.3f %.0f %s\n", (a - b) * 1000 / n * 1000, n / d, p }'
 }
 
 # run_engines KEYTYPE PROTOCOL: one accelgate per engine of ENGINES, alternating wrk runs.
@@ -108,16 +130,17 @@ run_engines() {
   sleep 1
   check_started
   for i in "${!engines[@]}"; do curl -skf -o /dev/null "https://127.0.0.1:${ports[$i]}/"; done
+  start_busy
   declare -A ms rps
   for _ in $(seq 1 "$RUNS"); do
     for i in "${!engines[@]}"; do
-      read -r c r <<< "$(measure "${pids[$i]}" "${ports[$i]}")"
+      read -r c r _ <<< "$(measure "${pids[$i]}" "${ports[$i]}")"
       ms[$i]+="$c "
       rps[$i]+="$r "
     done
   done
-  kill "${pids[@]}" 2>/dev/null || true
-  wait "${pids[@]}" 2>/dev/null || true
+  kill "${PIDS[@]}" 2>/dev/null || true
+  wait "${PIDS[@]}" 2>/dev/null || true
   local base
   base=$(median ${ms[0]})
   for i in "${!engines[@]}"; do
@@ -154,7 +177,7 @@ run_case() {
 worker_processes 1;
 pid $WORK/nginx/nginx.pid;
 error_log $WORK/nginx/logs/error.log error;
-events { worker_connections 1024; }
+events { worker_connections 1024; $EVENTS_EXTRA}
 http {
     access_log off;
 $(server_block "$port_ngx" "$key" "$proto")
@@ -169,31 +192,34 @@ CONF
   check_started
   curl -skf -o /dev/null "https://127.0.0.1:$port_ag/"
   curl -skf -o /dev/null "https://127.0.0.1:$port_ngx/"
+  start_busy
 
-  local ms_ag=() ms_ngx=() rps_ag=() rps_ngx=()
+  local ms_ag=() ms_ngx=() rps_ag=() rps_ngx=() p99_ag=() p99_ngx=()
   for _ in $(seq 1 "$RUNS"); do
-    read -r c r <<< "$(measure "$pid_ag" "$port_ag")"
-    ms_ag+=("$c"); rps_ag+=("$r")
-    read -r c r <<< "$(measure "$pid_ngx" "$port_ngx")"
-    ms_ngx+=("$c"); rps_ngx+=("$r")
+    read -r c r p <<< "$(measure "$pid_ag" "$port_ag")"
+    ms_ag+=("$c"); rps_ag+=("$r"); p99_ag+=("$p")
+    read -r c r p <<< "$(measure "$pid_ngx" "$port_ngx")"
+    ms_ngx+=("$c"); rps_ngx+=("$r"); p99_ngx+=("$p")
   done
-  kill "$pid_ag" "$pid_ngx" 2>/dev/null || true
-  wait "$pid_ag" "$pid_ngx" 2>/dev/null || true
+  kill "${PIDS[@]}" 2>/dev/null || true
+  wait "${PIDS[@]}" 2>/dev/null || true
   local a n
   a=$(median "${ms_ag[@]}")
   n=$(median "${ms_ngx[@]}")
-  printf '%-6s %-8s %12s %12s %10s %10s %9s\n' "$key" "$proto" "$a" "$n" \
+  printf '%-6s %-8s %12s %12s %10s %10s %8s %8s %9s\n' "$key" "$proto" "$a" "$n" \
     "$(median "${rps_ag[@]}")" "$(median "${rps_ngx[@]}")" \
+    "$(median "${p99_ag[@]}")" "$(median "${p99_ngx[@]}")" \
     "$(awk -v a="$a" -v n="$n" 'BEGIN { printf "%.2f", n / a }')"
 }
 
-printf '%-6s %-8s %12s %12s %10s %10s %9s\n' cert proto "ag ms/1000" "ngx ms/1000" "ag req/s" \
-  "ngx req/s" capacity
+printf '%-6s %-8s %12s %12s %10s %10s %8s %8s %9s\n' cert proto "ag ms/1000" "ngx ms/1000" \
+  "ag req/s" "ngx req/s" "ag p99" "ngx p99" capacity
 for key in rsa ec; do
   for proto in TLSv1.2 TLSv1.3; do
     run_case "$key" "$proto"
   done
 done
 echo "ms/1000: server CPU milliseconds per 1000 full handshakes (median of $RUNS runs of ${DURATION}s);"
-echo "capacity: accelgate's handshakes per CPU second / nginx's (>1: accelgate does more per core)"
-echo "accelgate engine: crypto $ENGINES"
+echo "capacity: accelgate's handshakes per CPU second / nginx's (>1: accelgate does more per core);"
+echo "p99: wrk's 99th percentile latency, ms (median of the runs)"
+echo "accelgate engine: crypto $ENGINES$([ "$BUSY" = 1 ] && echo ', busy loop on the servers CPU')"

@@ -46,8 +46,11 @@ class ServerState {
   bool stopping_ = false;
 };
 
-// log_offload_choice says in the error log which engine serves private-key operations.
-void log_offload_choice(const config::OffloadSettings& offload) {
+// log_offload_choice says in the error log which engine serves private-key operations, and
+// warns when a batching engine runs with one accept per loop iteration (its batches then stay
+// at one op: README, "Multi-buffer in the server").
+void log_offload_choice(const config::Config& config) {
+  const config::OffloadSettings& offload = config.offload;
   if (offload.crypto == "off") {
     AG_LOG_NOTICE("offload: crypto off: private keys stay with OpenSSL's default provider");
     return;
@@ -58,6 +61,12 @@ void log_offload_choice(const config::OffloadSettings& offload) {
   if (!reason.empty()) engine = "sw";  // Dispatcher::create has warned why
   AG_LOG_NOTICE("offload: crypto %s: engine \"%s\", fallback %s", offload.crypto.c_str(),
                 engine.c_str(), offload.fallback ? "on" : "off");
+  if (engine == "mb" && !config.multi_accept) {
+    AG_LOG_WARN(
+        "offload: engine \"mb\" batches the handshakes a loop iteration sees, and with "
+        "multi_accept off it accepts one connection per iteration, so batches stay small: "
+        "set \"multi_accept on\" in the events block");
+  }
 }
 
 Status write_pid_file(const std::string& path) {
@@ -123,7 +132,7 @@ Status ServerState::start(const std::shared_ptr<const config::Config>& config) {
     workers_.push_back(std::move(worker));
   }
   AG_LOG_NOTICE("accelgate %s started: %d worker threads", "0.1.0", config->worker_processes);
-  log_offload_choice(config->offload);
+  log_offload_choice(*config);
   return {};
 }
 

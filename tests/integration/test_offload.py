@@ -54,10 +54,12 @@ class OffloadCase(TlsTestCase):
         """The error log gets |text| (written just after the workers start, so wait for it)."""
         self.assertTrue(wait_until(lambda: text in s.error_log(), timeout=10), s.error_log())
 
-    def start(self, main, workers=2, ec=False, env=None, extra=""):
+    def start(self, main, workers=2, ec=False, env=None, extra="", multi_accept=False):
         # Tickets off: every wrk request is a full handshake with a signature.
+        events = "worker_connections 256;" + (" multi_accept on;" if multi_accept else "")
         s = self.server(tls_server(self.certs, "ssl_session_tickets off;" + extra, ec=ec),
-                        main=main, workers=workers, files={"html/index.html": "hello offload\n"})
+                        main=main, workers=workers, files={"html/index.html": "hello offload\n"},
+                        events=events)
         s.start(env=env)
         return s
 
@@ -120,8 +122,9 @@ class OffloadTest(OffloadCase):
         # Runs where the CPU has no IFMA too, on the portable back end (test hook; about 100 ms a
         # batch of eight here, so a generous op_timeout). One worker, so the batches form there.
         s = self.start(offload_block("mb", extra="op_timeout 5s;"), workers=1,
-                       env={"ACCELGATE_TEST_MB_PORTABLE": "1"})
+                       env={"ACCELGATE_TEST_MB_PORTABLE": "1"}, multi_accept=True)
         self.assert_logged(s, 'offload: crypto mb: engine "mb"')
+        self.assertNotIn("batches stay small", s.error_log())
         self.load(s, connections=16, seconds=3)
         m = scrape(s.port)
         self.assertGreater(ops(m, "mb", "rsa_sign", "ok"), 0, m)
@@ -143,6 +146,8 @@ class OffloadTest(OffloadCase):
         # batches, even alone.
         s = self.start(offload_block("mb", extra="op_timeout 5s;"), workers=1, ec=True,
                        env={"ACCELGATE_TEST_MB_PORTABLE": "1"}, extra="ssl_ecdh_curve secp384r1;")
+        # multi_accept is off here: the server says that mb's batches will stay small.
+        self.assert_logged(s, 'engine "mb" batches the handshakes a loop iteration sees')
         self.load(s, connections=4, seconds=2)
         m = scrape(s.port)
         self.assertGreater(ops(m, "mb", "ecdsa_sign", "ok"), 0, m)

@@ -44,16 +44,13 @@ enum Class : size_t {
 };
 
 // kSoftwareBelow[class]: a batch of fewer ops than this is computed with OpenSSL, one by one.
-// An 8-lane batch costs the same whatever its fill. RSA, measured on AMD Zen 5 with
-// bench/micro/mb_rsa (src/crypto/mb/README.md): eight lanes cost 2.5 OpenSSL signatures for
-// RSA-2048 (3.2x) and about 1.4 for RSA-3072 and 4096 (5.7x), so two RSA-2048 ops, or one larger
-// one, are cheaper in software. ECDSA, *estimated* from the IFMA build's instruction counts (no
-// IFMA machine has run it yet, src/crypto/mb/README.md): eight P-256 lanes about one OpenSSL
-// signature, so a lone op goes to OpenSSL; P-384, where OpenSSL 3.0 is slow, always batches.
-// The same estimates for the rest: eight P-256 ECDH lanes about 1.8 OpenSSL derivations, eight
-// X25519 ladders about 1.5 OpenSSL derivations (lone ops to OpenSSL), eight X25519 key
-// generations (fixed base) far less than one; P-384 ECDH always batches.
-constexpr std::array<size_t, kClasses> kSoftwareBelow = {3, 2, 2, 2, 1, 2, 1, 1, 2};
+// An 8-lane batch costs the same whatever its fill, so the threshold is what eight lanes cost in
+// OpenSSL operations, rounded up. Measured with bench/micro/mb_rsa and mb_ec (the checked
+// kernels against OpenSSL 3.0 in the same run; Intel Xeon, model 207, 2026-12-02;
+// src/crypto/mb/README.md): eight lanes cost 2.3 OpenSSL RSA-2048 signatures, 1.4 of RSA-3072
+// and 4096; 2.1 P-256 signatures, 0.06 P-384 signatures; 3.4 P-256 ECDH derivations, 0.6 of
+// P-384; 1.6 X25519 derivations and 0.3 X25519 key generations.
+constexpr std::array<size_t, kClasses> kSoftwareBelow = {3, 2, 2, 3, 1, 4, 1, 1, 2};
 
 int class_of(const Op& op) {
   switch (op.kind()) {
