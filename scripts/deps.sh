@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build g++ pkg-config libssl-dev zlib1g-dev libmimalloc-dev libisal-dev libdeflate-dev
   libpcre2-dev
   # tests
-  libgtest-dev libgmock-dev valgrind clang clang-format clang-tidy libclang-rt-14-dev python3 curl openssl procps gzip
+  libgtest-dev libgmock-dev valgrind clang clang-format clang-tidy libclang-rt-14-dev python3 curl openssl procps gzip iproute2
   # benchmarks and side-by-side peers
   libbenchmark-dev wrk nginx-light
 )

@@ -7,6 +7,7 @@ paused neither crashes nor leaks (the harness fails on sanitizer reports) nor ha
 import signal
 import socket
 import ssl
+import subprocess
 import threading
 import time
 import unittest
@@ -34,6 +35,17 @@ class Fetcher(threading.Thread):
             self.result = tls_get(self.port, self.path, timeout=self.timeout)
         except Exception as e:  # noqa: BLE001 - reported by the test
             self.result = e
+
+
+def accepted_all(port, n):
+    """At least |n| established connections to |port| and none waiting in its listen queue
+    (`ss`: a listening socket's Recv-Q is its accept queue)."""
+    def ss(*args):
+        return subprocess.run(["ss", "-Htn", *args, "sport = :%d" % port], capture_output=True,
+                              text=True, timeout=5).stdout.split("\n")
+    listening = [line.split() for line in ss("-l") if line.strip()]
+    established = [line for line in ss("state", "established") if line.strip()]
+    return bool(listening) and all(f[1] == "0" for f in listening) and len(established) >= n
 
 
 class AsyncHookTest(TlsTestCase):
@@ -130,7 +142,12 @@ class AsyncHookTest(TlsTestCase):
     def signal_while_paused(self, mode, sig, delay_ms=1500):
         s = self.start_hooked(mode, delay_ms)
         fetchers = [Fetcher(s.port) for _ in range(5)]
-        time.sleep(0.3)
+        # The signal must find every client accepted (a connection still in the listen queue
+        # when the listeners close is reset by the kernel, as with nginx): wait until the five
+        # are established and the queue is empty, well inside the hook's pause.
+        self.assertTrue(wait_until(lambda: accepted_all(s.port, 5), timeout=delay_ms / 1000 / 2),
+                        "the clients were not accepted in time")
+        time.sleep(0.1)
         start = time.monotonic()
         s.signal(sig)
         try:
