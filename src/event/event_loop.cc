@@ -91,10 +91,17 @@ Status EventLoop::add_listener(int fd, IoHandler* handler) {
 void EventLoop::remove(int fd) { ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr); }
 
 void EventLoop::post(std::function<void()> task) {
+  bool first = false;
   {
     std::lock_guard lock(posted_mutex_);
+    first = posted_.empty();
     posted_.push_back(std::move(task));
   }
+  // Only the first task of a batch wakes the loop: the loop takes the whole list under the lock
+  // after reading the eventfd, so a task added to a non-empty list is taken with the ones before
+  // it (one write per batch of posts instead of one per post: the module's driver gets eight
+  // ops per batch from openssl speed's jobs).
+  if (!first) return;
   uint64_t one = 1;
   ssize_t rc = ::write(wake_fd_, &one, sizeof(one));
   (void)rc;  // EAGAIN means the counter is already non-zero: the loop will wake anyway
