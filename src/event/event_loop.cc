@@ -184,6 +184,11 @@ void EventLoop::run() {
           tasks.swap(posted_);
         }
         for (auto& task : tasks) task();
+        // The emptied vector's capacity goes back to posted_ (unless new posts came), so a burst
+        // of posts does not grow a fresh vector, allocation by allocation, every time.
+        tasks.clear();
+        std::lock_guard lock(posted_mutex_);
+        if (posted_.empty()) posted_.swap(tasks);
         continue;
       }
       uint32_t ev = events[i].events;
