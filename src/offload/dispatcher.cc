@@ -385,11 +385,12 @@ void Dispatcher::expire_deadlines() {
     pending_.erase(it);
     --slot->pending;
     slot->inflight_gauge->add(-1);
-    if (p.op->done_ || p.op->ticket_ != p.ticket) continue;
-    slot->count(p.op->kind(), kTimeout);
-    slot->warn(p.op->kind(), "did not complete in op_timeout", now, settings_.fallback);
+    const OpRef op = p.op.lock();
+    if (op == nullptr || op->done_ || op->ticket_ != p.ticket) continue;
+    slot->count(op->kind(), kTimeout);
+    slot->warn(op->kind(), "did not complete in op_timeout", now, settings_.fallback);
     slot->breaker->record_failure(now, settings_.retry_interval);
-    next_engine(p.op);
+    next_engine(op);
   }
   // Completed entries stay queued until their deadline; skip them to find the next live one.
   while (!inflight_.empty() && pending_.find(inflight_.front().ticket) == pending_.end()) {

@@ -96,8 +96,12 @@ class Dispatcher final : public CompletionSink {
 
  private:
   struct EngineSlot;
+  // Pending is an attempt's deadline. It does not keep the op alive: a completed op's entry
+  // stays queued until its deadline, and an op of the module would otherwise be destroyed here,
+  // on the driver's thread, op_timeout after its end, instead of by its owner when it is done.
+  // An op still in flight is held by its engine and by whoever waits for it.
   struct Pending {
-    OpRef op;
+    std::weak_ptr<Op> op;
     uint64_t ticket;
     Clock::time_point deadline;
   };

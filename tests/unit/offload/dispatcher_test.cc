@@ -207,6 +207,35 @@ TEST_F(DispatcherTest, DeadlineFallsBackAndLateCompletionIsDiscarded) {
   EXPECT_EQ(op->output().bytes, (std::vector<uint8_t>{'s', 'w'}));
 }
 
+TEST_F(DispatcherTest, CompletedOpIsNotKeptUntilItsDeadline) {
+  make("async");
+  engine_->script = {SubmitResult::kPending, SubmitResult::kPending};
+  int completions = 0;
+  OpRef op = make_op(&completions);
+  std::weak_ptr<Op> watch = op;
+  EXPECT_FALSE(dispatcher_->submit(op));
+  engine_->finish_oldest(true);
+  ASSERT_EQ(completions, 1);
+  // Its deadline entry is still queued (op_timeout has not passed), but only the owner holds
+  // the op: dropping it destroys it now, on the owner's thread.
+  op.reset();
+  EXPECT_TRUE(watch.expired());
+
+  // An op whose engine and owner both let go before the deadline (nobody can wait for it) is
+  // dropped at it: no timeout counted, no software redo, no callback.
+  OpRef gone = make_op(&completions);
+  EXPECT_FALSE(dispatcher_->submit(gone));
+  watch = gone;
+  gone.reset();
+  engine_->pending.clear();
+  EXPECT_TRUE(watch.expired());
+  run_until([&] { return dispatcher_->inflight() == 0; });
+  EXPECT_EQ(dispatcher_->inflight(), 0u);
+  EXPECT_EQ(completions, 1);
+  EXPECT_EQ(software_calls_, 0);
+  EXPECT_EQ(ops_count("async", "rsa_sign", "timeout"), 0u);
+}
+
 TEST_F(DispatcherTest, CircuitBreakerTakesEngineOutAndProbesItBack) {
   make("breaker");
   for (int i = 0; i < CircuitBreaker::kFailuresToOpen; ++i) {
