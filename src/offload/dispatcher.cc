@@ -240,6 +240,8 @@ void Dispatcher::install(std::vector<std::unique_ptr<Engine>> engines,
     if (slot->pending > 0) retired_.push_back(std::move(slot));
   }
   chain_ = std::move(chain);
+  uses_library_fn_ = false;
+  for (const auto& slot : chain_) uses_library_fn_ |= slot->engine->uses_library_fn();
   settings_ = settings;
   ++generation_;
 }

@@ -111,11 +111,12 @@ OwnedParams decrypt_params(void* inner) {
 }
 
 // decrypt_library_fn is the LibraryFn of a decryption of |in| on |ctx| (empty when it cannot be
-// made: the op then has none, and an engine that needs one passes it on).
+// made: the op then has none, and an engine that needs one passes it on; and when no engine
+// would use it).
 template <Algorithm A>
 offload::LibraryFn decrypt_library_fn(CipherCtx* ctx, const unsigned char* in, size_t inlen,
                                       size_t outsize) {
-  if (ctx->key == nullptr) return {};
+  if (ctx->key == nullptr || !library_fn_wanted()) return {};
   auto recipe = std::make_shared<LibraryRecipe>();
   recipe->operation = LibraryRecipe::Operation::kDecrypt;
   recipe->alg = A;

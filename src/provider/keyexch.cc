@@ -100,10 +100,10 @@ bool uses_kdf(void* inner) {
 }
 
 // derive_library_fn is the LibraryFn of a derivation on |ctx| (empty when it cannot be made: the
-// op then has none, and an engine that needs one passes it on).
+// op then has none, and an engine that needs one passes it on; and when no engine would use it).
 template <Algorithm A>
 offload::LibraryFn derive_library_fn(ExchangeCtx* ctx, size_t outlen, bool kdf) {
-  if (ctx->key == nullptr || ctx->peer == nullptr || kdf) return {};
+  if (ctx->key == nullptr || ctx->peer == nullptr || kdf || !library_fn_wanted()) return {};
   auto recipe = std::make_shared<LibraryRecipe>();
   recipe->operation = LibraryRecipe::Operation::kDerive;
   recipe->alg = A;

@@ -117,6 +117,14 @@ OpResult compute_inline(const offload::OpRef& op) {
 
 bool in_async_job() { return ASYNC_get_current_job() != nullptr; }
 
+bool library_fn_wanted() {
+  if (offload::Dispatcher* dispatcher = offload::Dispatcher::current(); dispatcher != nullptr) {
+    return dispatcher->uses_library_fn();
+  }
+  StandaloneDriver* driver = Backend::get().driver();
+  return driver != nullptr && driver->uses_library_fn();
+}
+
 OpResult run_op(const offload::OpRef& op) {
   Backend& backend = Backend::get();
   ASYNC_JOB* job = ASYNC_get_current_job();

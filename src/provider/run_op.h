@@ -26,6 +26,10 @@ struct OpResult {
   offload::OpOutput output;
 };
 
+// library_fn_wanted says whether the dispatcher that run_op would give an op to (this thread's,
+// or the standalone driver's) has an engine that uses LibraryFns: op makers build one only then.
+bool library_fn_wanted();
+
 // run_op runs |op| and returns once it has ended; call it only inside an async job (it pauses
 // the job). The op's completion callback is set here.
 OpResult run_op(const offload::OpRef& op);

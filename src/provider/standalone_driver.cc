@@ -154,6 +154,7 @@ void StandaloneDriver::run(const config::OffloadSettings& settings,
     return;
   }
   (*dispatcher)->make_current();
+  uses_library_fn_ = (*dispatcher)->uses_library_fn();
   loop_ = loop->get();
   started(Status());
   // |started| refers to the starter's promise, which is gone from here on.

@@ -42,12 +42,15 @@ class StandaloneDriver {
   // submit runs |op| through the dispatcher on the driver thread and calls |done| there once.
   // Any thread.
   void submit(offload::OpRef op, Done done);
+  // uses_library_fn is the driver's Dispatcher::uses_library_fn (fixed at start). Any thread.
+  bool uses_library_fn() const { return uses_library_fn_; }
 
  private:
   StandaloneDriver() = default;
   void run(const config::OffloadSettings& settings, const std::function<void(Status)>& started);
 
   event::EventLoop* loop_ = nullptr;  // owned by the thread; valid while it runs
+  bool uses_library_fn_ = false;      // set before start() returns
   std::thread thread_;
 };
 

@@ -91,6 +91,9 @@ class Dispatcher final : public CompletionSink {
   std::string_view primary_engine() const;
   // inflight is the number of attempts the dispatcher waits for.
   size_t inflight() const { return pending_.size(); }
+  // uses_library_fn says whether an engine of the chain computes ops through their LibraryFn
+  // (Engine::uses_library_fn): without one, building it for an op is wasted work.
+  bool uses_library_fn() const { return uses_library_fn_; }
 
   void complete(const OpRef& op, uint64_t ticket, bool ok, OpOutput&& output) override;
 
@@ -127,6 +130,7 @@ class Dispatcher final : public CompletionSink {
   // Attempts the dispatcher waits for, by ticket; an engine's completion for a ticket not here
   // (its deadline passed) is discarded.
   std::unordered_map<uint64_t, std::shared_ptr<EngineSlot>> pending_;
+  bool uses_library_fn_ = false;
   std::deque<Pending> inflight_;  // pending attempts in deadline order (one op_timeout for all)
   event::Timer deadline_timer_;
   uint64_t next_ticket_ = 1;

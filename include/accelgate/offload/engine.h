@@ -67,6 +67,9 @@ class Engine : public Poller {
   virtual void flush() {}
   // inflight is the number of Pending ops this Engine object has not completed yet.
   virtual size_t inflight() const { return 0; }
+  // uses_library_fn says whether this engine computes ops through their LibraryFn (op.h), so
+  // that op makers can skip building one where no engine of the chain would call it.
+  virtual bool uses_library_fn() const { return false; }
 };
 
 }  // namespace accelgate::offload

@@ -335,7 +335,9 @@ TEST_F(ProviderTest, MbEngineServesEveryOpItHasKernelsFor) {
 
 // LibraryEngine computes every op through its LibraryFn in |libctx| with no property query,
 // inside submit (kDone). It keeps the ops it served, for reruns after their callers are gone,
-// and the kinds of the ops it could not serve. Used on one thread.
+// and the kinds of the ops it could not serve. Used on one thread. With |uses_library_fn|
+// false it says it needs no LibraryFn (Engine::uses_library_fn), as every engine but the
+// vendor one does.
 class LibraryEngine final : public offload::Engine {
  public:
   struct Served {
@@ -343,8 +345,11 @@ class LibraryEngine final : public offload::Engine {
     Bytes first;  // the output of the run that served the op
   };
 
-  explicit LibraryEngine(OSSL_LIB_CTX* libctx) : libctx_(libctx) {}
-  std::string_view name() const override { return "library"; }
+  LibraryEngine(OSSL_LIB_CTX* libctx, bool uses_library_fn)
+      : libctx_(libctx), uses_library_fn_(uses_library_fn) {}
+  // Another name without LibraryFns: the circuit breaker that its failures open is per name.
+  std::string_view name() const override { return uses_library_fn_ ? "library" : "no-library"; }
+  bool uses_library_fn() const override { return uses_library_fn_; }
   bool accelerates(const offload::Op&) const override { return true; }
   offload::SubmitResult submit(const offload::OpRef& op, uint64_t,
                                offload::OpOutput* out) override {
@@ -368,6 +373,7 @@ class LibraryEngine final : public offload::Engine {
 
  private:
   OSSL_LIB_CTX* libctx_;
+  bool uses_library_fn_;
   std::vector<Served> served_;
   std::vector<std::string> without_fn_;
   std::vector<std::string> failed_;
@@ -391,7 +397,8 @@ class LibraryRun {
   // run calls |body| on a new thread with a current dispatcher, then |after| there once the
   // dispatcher is gone (the engine's ops are then held by the engine's copy of them only).
   void run(const std::function<void(event::EventLoop*, LibraryEngine*)>& body,
-           const std::function<void(const std::vector<LibraryEngine::Served>&)>& after) {
+           const std::function<void(const std::vector<LibraryEngine::Served>&)>& after,
+           bool uses_library_fn = true) {
     ASSERT_NE(default_, nullptr);
     std::thread worker([&] {
       auto loop = event::EventLoop::create();
@@ -399,7 +406,7 @@ class LibraryRun {
       config::OffloadSettings settings;
       settings.fallback = false;
       std::vector<std::unique_ptr<offload::Engine>> engines;
-      auto engine = std::make_unique<LibraryEngine>(libctx_);
+      auto engine = std::make_unique<LibraryEngine>(libctx_, uses_library_fn);
       LibraryEngine* library = engine.get();
       engines.push_back(std::move(engine));
       auto dispatcher =
@@ -473,6 +480,38 @@ TEST_F(ProviderTest, LibraryFnsMatchOpenSsl) {
                                                 "ecdh_derive", "x25519_derive"}));
       });
   expect_counted(all, before, "library");
+}
+
+TEST_F(ProviderTest, NoLibraryFnWhereNoEngineUsesOne) {
+  // Building a LibraryFn costs about a microsecond per op (the parameters, the key's export):
+  // ops get none when no engine of the dispatcher's chain calls it.
+  std::vector<Check> some;
+  std::set<std::string> kinds;
+  for (Check& c : checks()) {
+    const std::string& kind = c.kinds.front();
+    if ((kind == "rsa_sign" || kind == "ecdsa_sign" || kind == "rsa_decrypt" ||
+         kind == "ecdh_derive" || kind == "x25519_derive") &&
+        kinds.insert(kind).second) {
+      some.push_back(std::move(c));
+    }
+  }
+  ASSERT_EQ(some.size(), 5U);
+  LibraryRun library;
+  library.run(
+      [&](event::EventLoop* loop, LibraryEngine* engine) {
+        int pauses = 0;
+        for (const Check& c : some) {
+          EXPECT_FALSE(run_job_on_loop(
+              loop, true, [&] { return c.run(ctx_).empty(); }, &pauses))
+              << c.name;  // fallback off: the engine cannot compute it
+          ERR_clear_error();
+        }
+        std::vector<std::string> want;
+        for (const Check& c : some) want.push_back(c.kinds.front());
+        EXPECT_EQ(engine->without_fn(), want);
+        EXPECT_TRUE(engine->served().empty());
+      },
+      [](const std::vector<LibraryEngine::Served>&) {}, /*uses_library_fn=*/false);
 }
 
 TEST_F(ProviderTest, NoLibraryFnForKeygenOrKdf) {

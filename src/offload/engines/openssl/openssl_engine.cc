@@ -182,6 +182,7 @@ class OpensslEngine final : public Engine {
   bool accelerates(const Op& op) const override {
     return op.kind() != OpKind::kX25519Keygen && vendor_->accelerates(op.kind());
   }
+  bool uses_library_fn() const override { return true; }
 
   SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
     if (!op->has_library_fn()) return SubmitResult::kFailed;
