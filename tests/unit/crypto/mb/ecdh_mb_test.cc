@@ -54,6 +54,64 @@ TEST_P(EcdhCurves, RandomDerivationsMatchOpenSsl) {
               backend_name(backend));
 }
 
+// EdgeScalarsMatchOpenSsl: private keys whose digits stress the accumulator's infinity mask
+// (1, 2, small powers, 2^k) and n - 2D (D = 1..16), the keys nearest the case where the last
+// addition of the variable-base method would be a doubling (README, "EC: exceptional cases");
+// each against EC_POINT_mul, on every back end.
+TEST_P(EcdhCurves, EdgeScalarsMatchOpenSsl) {
+  const EcCurve curve = GetParam();
+  const int len = ec_field_bytes(curve);
+  EC_GROUP* group = EC_GROUP_new_by_curve_name(testing::curve_nid(curve));
+  const BIGNUM* n = EC_GROUP_get0_order(group);
+  BN_CTX* bn_ctx = BN_CTX_new();
+  std::vector<BIGNUM*> scalars;
+  for (BN_ULONG small : {1, 2, 3, 15, 16, 17, 31, 32, 33, 1023, 1024, 1025}) {
+    BIGNUM* d = BN_new();
+    BN_set_word(d, small);
+    scalars.push_back(d);
+  }
+  for (int shift : {5, 64, 160, 8 * len - 2, 8 * len - 1}) {
+    BIGNUM* d = BN_new();
+    BN_one(d);
+    BN_lshift(d, d, shift);
+    BN_nnmod(d, d, n, bn_ctx);
+    scalars.push_back(d);
+  }
+  for (BN_ULONG minus = 1; minus <= 32; ++minus) {
+    BIGNUM* d = BN_dup(n);
+    BN_sub_word(d, minus);
+    scalars.push_back(d);
+  }
+  const EcTestKey& peer = *ec_keys_of(curve)[2];
+  EC_POINT* q = EC_POINT_new(group);
+  ASSERT_EQ(EC_POINT_oct2point(group, q, peer.point.data(), peer.point.size(), bn_ctx), 1);
+  EC_POINT* product = EC_POINT_new(group);
+  BIGNUM* x = BN_new();
+  for (const BIGNUM* d : scalars) {
+    Bytes d_bytes(static_cast<size_t>(len));
+    BN_bn2binpad(d, d_bytes.data(), len);
+    ASSERT_EQ(EC_POINT_mul(group, product, nullptr, q, d, bn_ctx), 1);
+    ASSERT_EQ(EC_POINT_get_affine_coordinates(group, product, x, nullptr, bn_ctx), 1);
+    Bytes expected(static_cast<size_t>(len));
+    BN_bn2binpad(x, expected.data(), len);
+    EcKey key;
+    ASSERT_EQ(prepare_ec_key(curve, d_bytes, &key), EcKeyStatus::kOk);
+    for (Backend backend : ec_backends()) {
+      Bytes out(static_cast<size_t>(len));
+      const EcdhLane lane{&key, peer.point.data() + 1, peer.point.data() + 1 + len, out.data()};
+      ASSERT_EQ(ecdh_batch(backend, curve, {&lane, 1}).ok, 1)
+          << testing::to_hex(d_bytes.data(), d_bytes.size());
+      EXPECT_EQ(out, expected) << testing::to_hex(d_bytes.data(), d_bytes.size());
+    }
+  }
+  BN_free(x);
+  EC_POINT_free(product);
+  EC_POINT_free(q);
+  for (BIGNUM* d : scalars) BN_free(d);
+  BN_CTX_free(bn_ctx);
+  EC_GROUP_free(group);
+}
+
 // Invalid peer points, one per batch among valid ones: off the curve (y + 1), (0, 0), x = p
 // or x + p for a valid small x (same point mod p, but not a valid encoding), y >= p. Each is
 // invalid_input with a zeroed output, the other lanes are right, and OpenSSL refuses each too.
