@@ -29,6 +29,7 @@ struct ExchangeCtx {
   // inside the last peer, shared so that a LibraryFn can export it after the caller is done.
   KeyData* key = nullptr;
   std::shared_ptr<void> peer;
+  std::shared_ptr<PublicCache> peer_public;  // the last peer's
 };
 
 ExchangeCtx* exchange_ctx(void* ctx) { return static_cast<ExchangeCtx*>(ctx); }
@@ -77,7 +78,10 @@ template <Algorithm A>
 int kx_set_peer(void* vctx, void* peer) {
   int ok = def<A, OSSL_FUNC_keyexch_set_peer_fn>(OSSL_FUNC_KEYEXCH_SET_PEER)(inner_of(vctx),
                                                                              unwrap(peer));
-  if (ok == 1) exchange_ctx(vctx)->peer = static_cast<KeyData*>(peer)->inner;
+  if (ok == 1) {
+    exchange_ctx(vctx)->peer = static_cast<KeyData*>(peer)->inner;
+    exchange_ctx(vctx)->peer_public = static_cast<KeyData*>(peer)->public_cache;
+  }
   return ok;
 }
 
@@ -166,9 +170,15 @@ void set_raw_derive(offload::Op* op, ExchangeCtx* ctx, size_t outlen, bool kdf) 
     if (outlen < static_cast<size_t>((ctx->bits + 7) / 8)) return;
     std::shared_ptr<KeyExport> exported = key_export(ctx->key);
     op->set_private_key([exported] { return exported->private_key(); },
-                        [peer](std::vector<uint8_t>* data) {
-                          return key_octets<A>(peer.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY,
-                                               kMaxPointBytes, data);
+                        [peer, cache = ctx->peer_public](std::vector<uint8_t>* data) {
+                          std::lock_guard lock(cache->mutex);
+                          if (cache->encoded.empty() &&
+                              !key_octets<A>(peer.get(), OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY,
+                                             kMaxPointBytes, &cache->encoded)) {
+                            return false;
+                          }
+                          *data = cache->encoded;
+                          return true;
                         });
   }
 }

@@ -261,12 +261,29 @@ const OSSL_PARAM* km_gettable_params(void*) {
       Backend::get().default_provctx());
 }
 
+// uncompressed_point returns the EC point |name| of |params| when it is given uncompressed
+// (04 || x || y, both coordinates of one size), else nothing. Called only after the default
+// provider accepted the parameters: a point it decoded re-encodes to these very bytes.
+template <Algorithm A>
+std::vector<uint8_t> uncompressed_point(const OSSL_PARAM params[], const char* name) {
+  if constexpr (A != Algorithm::kEc) return {};
+  const OSSL_PARAM* p = params == nullptr ? nullptr : OSSL_PARAM_locate_const(params, name);
+  const void* data = nullptr;
+  size_t size = 0;
+  if (p == nullptr || OSSL_PARAM_get_octet_string_ptr(p, &data, &size) != 1) return {};
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  if (size < 3 || size % 2 == 0 || bytes[0] != 0x04) return {};
+  return {bytes, bytes + size};
+}
+
 template <Algorithm A>
 int km_set_params(void* keydata, const OSSL_PARAM params[]) {
-  static_cast<KeyData*>(keydata)->bits.store(-1, std::memory_order_relaxed);
-  forget_key_export(static_cast<KeyData*>(keydata));
-  return def<A, OSSL_FUNC_keymgmt_set_params_fn>(OSSL_FUNC_KEYMGMT_SET_PARAMS)(unwrap(keydata),
-                                                                               params);
+  int ok = def<A, OSSL_FUNC_keymgmt_set_params_fn>(OSSL_FUNC_KEYMGMT_SET_PARAMS)(unwrap(keydata),
+                                                                                 params);
+  key_changed(static_cast<KeyData*>(keydata),
+              ok == 1 ? uncompressed_point<A>(params, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY)
+                      : std::vector<uint8_t>{});
+  return ok;
 }
 
 template <Algorithm A>
@@ -300,10 +317,13 @@ int km_match(const void* keydata1, const void* keydata2, int selection) {
 
 template <Algorithm A>
 int km_import(void* keydata, int selection, const OSSL_PARAM params[]) {
-  static_cast<KeyData*>(keydata)->bits.store(-1, std::memory_order_relaxed);
-  forget_key_export(static_cast<KeyData*>(keydata));
-  return def<A, OSSL_FUNC_keymgmt_import_fn>(OSSL_FUNC_KEYMGMT_IMPORT)(unwrap(keydata), selection,
-                                                                       params);
+  int ok = def<A, OSSL_FUNC_keymgmt_import_fn>(OSSL_FUNC_KEYMGMT_IMPORT)(unwrap(keydata), selection,
+                                                                         params);
+  const bool has_public = ok == 1 && (selection & OSSL_KEYMGMT_SELECT_PUBLIC_KEY) != 0;
+  key_changed(
+      static_cast<KeyData*>(keydata),
+      has_public ? uncompressed_point<A>(params, OSSL_PKEY_PARAM_PUB_KEY) : std::vector<uint8_t>{});
+  return ok;
 }
 
 template <Algorithm A>
@@ -358,6 +378,16 @@ std::vector<OSSL_DISPATCH> dispatch(const Backend& backend) {
 }
 
 }  // namespace
+
+void key_changed(KeyData* key, std::vector<uint8_t> encoded_public) {
+  key->bits.store(-1, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(key->export_mutex);
+    key->exported.reset();
+  }
+  std::lock_guard lock(key->public_cache->mutex);
+  key->public_cache->encoded = std::move(encoded_public);
+}
 
 int key_bits(KeyData* key) {
   int bits = key->bits.load(std::memory_order_relaxed);

@@ -183,11 +183,6 @@ std::shared_ptr<KeyExport> key_export(KeyData* key) {
   return key->exported;
 }
 
-void forget_key_export(KeyData* key) {
-  std::lock_guard lock(key->export_mutex);
-  key->exported.reset();
-}
-
 offload::LibraryFn library_fn(std::shared_ptr<const LibraryRecipe> recipe) {
   return
       [recipe = std::move(recipe)](const offload::LibraryTarget& target, offload::OpOutput* out) {

@@ -104,9 +104,6 @@ class KeyExport {
 // key_export returns |key|'s KeyExport, making it on first use (the export itself waits for
 // params()). Thread-safe.
 std::shared_ptr<KeyExport> key_export(KeyData* key);
-// forget_key_export drops |key|'s KeyExport; call it when the key changes (import, set_params).
-// Ops already made keep the one they hold.
-void forget_key_export(KeyData* key);
 
 // LibraryRecipe is what a LibraryFn redoes: |operation| with |key| (and |peer|), |params| given
 // to the EVP_PKEY_*_init_ex call, over |input|, with an output cut to |outsize| as the

@@ -263,6 +263,58 @@ inline std::string check_derive(OSSL_LIB_CTX* ctx, TestKey& k) {
   return ours == expected ? "" : "our shared secret differs from OpenSSL's";
 }
 
+// encoded_point returns |key|'s public point as OpenSSL encodes it (uncompressed).
+inline Bytes encoded_point(EVP_PKEY* key) {
+  unsigned char* p = nullptr;
+  const size_t n = EVP_PKEY_get1_encoded_public_key(key, &p);
+  Bytes out(p, p + n);
+  OPENSSL_free(p);
+  return out;
+}
+
+// check_derive_key_share: the peer a key of ours made from an encoded point, as libssl makes a
+// key share's (an import), derived with; then given another point (set_params, as
+// EVP_PKEY_set1_encoded_public_key does) and derived with again: each secret must be its
+// point's, whatever the provider remembers of the first.
+inline std::string check_derive_key_share(OSSL_LIB_CTX* ctx, TestKey& k) {
+  char group[64] = "";
+  if (EVP_PKEY_get_utf8_string_param(k.peer.get(), OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group),
+                                     nullptr) != 1) {
+    return "the peer has no group";
+  }
+  Pkey other = generate_plain("EC", 0, group);
+  Pkey our_pub = public_only(k.plain.get());
+  Bytes point = encoded_point(k.peer.get());
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0),
+      OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, point.data(), point.size()),
+      OSSL_PARAM_construct_end()};
+  PkeyCtx from(EVP_PKEY_CTX_new_from_name(ctx, "EC", nullptr));
+  EVP_PKEY* made = nullptr;
+  if (EVP_PKEY_fromdata_init(from.get()) != 1 ||
+      EVP_PKEY_fromdata(from.get(), &made, EVP_PKEY_PUBLIC_KEY, params) != 1) {
+    return "the key share did not import";
+  }
+  Pkey share(made);
+  if (std::strcmp(provider_of(share.get()), "accelgate") != 0) return "the key share is not ours";
+  for (EVP_PKEY* plain_peer : {k.peer.get(), other.get()}) {
+    if (plain_peer == other.get()) {
+      Bytes next = encoded_point(other.get());
+      if (EVP_PKEY_set1_encoded_public_key(share.get(), next.data(), next.size()) != 1) {
+        return "set1_encoded_public_key failed";
+      }
+    }
+    Bytes ours = derive(ctx, k.ours.get(), share.get());
+    Bytes expected = derive(nullptr, plain_peer, our_pub.get());
+    if (ours.empty() || expected.empty()) return "derive with the key share failed";
+    if (ours != expected) {
+      return plain_peer == other.get() ? "after set1_encoded_public_key the old point was used"
+                                       : "our shared secret with the key share differs";
+    }
+  }
+  return "";
+}
+
 inline std::string check_x25519_keygen(OSSL_LIB_CTX* ctx, TestKey& k) {
   Pkey generated(EVP_PKEY_Q_keygen(ctx, nullptr, "X25519"));
   if (generated == nullptr) return "X25519 keygen failed";
@@ -366,6 +418,9 @@ class ProviderTest : public ::testing::Test {
                        {"ecdsa_sign"}});
         all.push_back({k.name + " ECDH",
                        [key](OSSL_LIB_CTX* c) { return check_derive(c, *key); },
+                       {"ecdh_derive"}});
+        all.push_back({k.name + " ECDH with a key share",
+                       [key](OSSL_LIB_CTX* c) { return check_derive_key_share(c, *key); },
                        {"ecdh_derive"}});
       } else {
         all.push_back({k.name + " derive",
