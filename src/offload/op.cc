@@ -7,7 +7,7 @@ namespace accelgate::offload {
 PrivateKey::~PrivateKey() { EVP_PKEY_free(pkey_); }
 
 std::shared_ptr<const void> PrivateKey::prepared(const PrepareFn& make) const {
-  std::call_once(once_, [&] { prepared_ = make(pkey_); });
+  once_([&] { prepared_ = make(pkey_); });
   return prepared_;
 }
 

@@ -13,6 +13,7 @@
 
 #include <openssl/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace accelgate::offload {
@@ -77,6 +79,27 @@ using LibraryFn = std::function<bool(const LibraryTarget& target, OpOutput* out)
 // recompute a result in software; and a slot where such an engine keeps its own prepared form of
 // the key, made once per key rather than once per op. Shared, read-only, by every op of the key,
 // on any thread.
+// OnceOnly runs a function the first time it is called, thread-safe, as std::call_once does,
+// but without the futex wake that glibc's call_once makes (a system call) every time a flag is
+// first run: an op's key and an ephemeral key's prepared form are each made once per op, so
+// call_once cost every op a system call. A throwing function leaves it to run again, as
+// call_once does.
+class OnceOnly {
+ public:
+  template <typename F>
+  void operator()(F&& f) {
+    if (done_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(mutex_);
+    if (done_.load(std::memory_order_relaxed)) return;
+    std::forward<F>(f)();
+    done_.store(true, std::memory_order_release);
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::mutex mutex_;
+};
+
 class PrivateKey {
  public:
   explicit PrivateKey(EVP_PKEY* pkey) : pkey_(pkey) {}  // takes ownership of |pkey|
@@ -95,7 +118,7 @@ class PrivateKey {
 
  private:
   EVP_PKEY* pkey_;
-  mutable std::once_flag once_;
+  mutable OnceOnly once_;
   mutable std::shared_ptr<const void> prepared_;
 };
 
@@ -159,7 +182,7 @@ class Op {
   }
   // private_key is null for an op without one. The first call makes it; thread-safe.
   const std::shared_ptr<const PrivateKey>& private_key() const {
-    std::call_once(key_once_, [this] {
+    key_once_([this] {
       if (key_fn_) key_ = key_fn_();
     });
     return key_;
@@ -187,7 +210,7 @@ class Op {
   const SoftwareFn software_;
   LibraryFn library_;
   PrivateKeyFn key_fn_;
-  mutable std::once_flag key_once_;
+  mutable OnceOnly key_once_;
   mutable std::shared_ptr<const PrivateKey> key_;
   RawInputFn raw_input_;
   Completion on_complete_;
