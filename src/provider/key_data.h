@@ -51,7 +51,7 @@ inline void* unwrap(const void* key) {
 
 // key_changed forgets what was derived from |key| (its bits, KeyExport and PublicCache); call it
 // when the key changes (import, set_params). |encoded_public|, when not empty, is the new
-// encoded public key, given by the caller.
+// encoded public key, given by the caller. Ops already made keep the KeyExport they hold.
 void key_changed(KeyData* key, std::vector<uint8_t> encoded_public = {});
 
 // key_bits returns the size of |key| in bits, as an op's key_bits (0 when unknown).

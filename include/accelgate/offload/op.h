@@ -74,11 +74,6 @@ struct LibraryTarget {
 // SoftwareFn; it may pause the calling ASYNC job.
 using LibraryFn = std::function<bool(const LibraryTarget& target, OpOutput* out)>;
 
-// PrivateKey is a private key in the form engines that do the arithmetic themselves (mb) need:
-// an EVP_PKEY of OpenSSL's default provider, owned, to import the key's parts from and to
-// recompute a result in software; and a slot where such an engine keeps its own prepared form of
-// the key, made once per key rather than once per op. Shared, read-only, by every op of the key,
-// on any thread.
 // OnceOnly runs a function the first time it is called, thread-safe, as std::call_once does,
 // but without the futex wake that glibc's call_once makes (a system call) every time a flag is
 // first run: an op's key and an ephemeral key's prepared form are each made once per op, so
@@ -100,6 +95,11 @@ class OnceOnly {
   std::mutex mutex_;
 };
 
+// PrivateKey is a private key in the form engines that do the arithmetic themselves (mb) need:
+// an EVP_PKEY of OpenSSL's default provider, owned, to import the key's parts from and to
+// recompute a result in software; and a slot where such an engine keeps its own prepared form of
+// the key, made once per key rather than once per op. Shared, read-only, by every op of the key,
+// on any thread.
 class PrivateKey {
  public:
   explicit PrivateKey(EVP_PKEY* pkey) : pkey_(pkey) {}  // takes ownership of |pkey|
