@@ -47,6 +47,12 @@ struct VecIfma {
   // before this point and cannot move their later uses above it. No instruction is emitted; it
   // fixes the program order that an out-of-order core issues ready instructions in.
   static void order_point(VecIfma& a, VecIfma& b) { __asm__("" : "+v"(a.v), "+v"(b.v)); }
+  // in_register returns a copy of x that the compiler must hold in a register: a limb used by
+  // two multiply-adds is then loaded once, not folded into both as a memory operand.
+  static VecIfma in_register(VecIfma x) {
+    __asm__("" : "+v"(x.v));
+    return x;
+  }
 
   static Mask eq(VecIfma a, VecIfma b) { return _mm512_cmpeq_epi64_mask(a.v, b.v); }
   static Mask msb(VecIfma a) {

@@ -103,6 +103,8 @@ struct VecPortable {
 
   // order_point is VecIfma's instruction-ordering hint; nothing to order here.
   static void order_point(VecPortable& /*a*/, VecPortable& /*b*/) {}
+  // in_register is VecIfma's load hint; a no-op here.
+  static VecPortable in_register(VecPortable x) { return x; }
 
   // eq is the lanes where a == b; msb the lanes whose top bit is set.
   static Mask eq(VecPortable a, VecPortable b) {
