@@ -131,9 +131,10 @@ TEST(MbEcTiming, IfmaEcdhFixedVsRandomKey) {
 // The positive control: the harness must find a leak of 5 % of a batch's time in every one of
 // its kMeasurements measurements. Class 0 runs, after its ECDH batch, field multiplications
 // worth 5 % of the batch (calibrated here: the machines differ), about what 15 of the batch's
-// 300 point doublings and additions cost. 2026-12-03, Intel Xeon (model 167), 8 runs: t from
-// 81 to 467. Smaller leaks are seen less surely on a busy machine: 2 % gave t from 15 to 148,
-// 1 % from 14 to 132 (8 runs each).
+// 300 point doublings and additions cost. 2026-12-03, Intel Xeon (model 167): t from 40 to 130
+// in 36 measurements idle, 81 to 467 in 24 with busy loops on both cores. Smaller leaks are
+// seen less surely: with the busy loops, 2 % gave t from 15 to 148, 1 % from 14 to 132 (24
+// measurements each).
 TEST(MbEcTiming, HarnessFindsALeakOfFivePercent) {
   AG_REQUIRE_IFMA();
   const EcCurve curve = EcCurve::kP256;
