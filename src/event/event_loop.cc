@@ -126,6 +126,27 @@ int EventLoop::next_timeout_ms() {
   return static_cast<int>(std::chrono::ceil<Millis>(delta).count());
 }
 
+// wait is epoll_wait with the iteration's timeout: none when |worked|, else until the next
+// timer (whole milliseconds) or wake_by_ (microseconds, through epoll_pwait2), whichever is first.
+int EventLoop::wait(epoll_event* events, int max, bool worked) {
+  int timeout_ms = worked ? 0 : next_timeout_ms();
+  if (timeout_ms != 0 && wake_by_ != Clock::time_point::max()) {
+    auto rest = std::chrono::duration_cast<std::chrono::nanoseconds>(wake_by_ - Clock::now());
+    if (rest.count() <= 0) return ::epoll_wait(epoll_fd_, events, max, 0);
+    if (timeout_ms < 0 || rest < std::chrono::milliseconds(timeout_ms)) {
+      if (have_pwait2_) {
+        timespec ts{static_cast<time_t>(rest.count() / 1'000'000'000),
+                    static_cast<long>(rest.count() % 1'000'000'000)};
+        int n = ::epoll_pwait2(epoll_fd_, events, max, &ts, nullptr);
+        if (n >= 0 || errno != ENOSYS) return n;
+        have_pwait2_ = false;
+      }
+      timeout_ms = static_cast<int>(std::chrono::ceil<Millis>(rest).count());
+    }
+  }
+  return ::epoll_wait(epoll_fd_, events, max, timeout_ms);
+}
+
 void EventLoop::run_timers() {
   while (!timers_.empty() && timers_.begin()->first <= now_) {
     Timer* t = timers_.begin()->second;
@@ -161,11 +182,11 @@ void EventLoop::run() {
   while (!stopping_) {
     run_deferred();
     bool worked = false;
+    wake_by_ = Clock::time_point::max();
     for (auto& hook : idle_hooks_) worked |= hook();
     if (run_deferred()) worked = true;
     if (stopping_) break;
-    int timeout = worked ? 0 : next_timeout_ms();
-    int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, timeout);
+    int n = wait(events, kMaxEvents, worked);
     update_time();
     if (n < 0) {
       if (errno == EINTR) continue;

@@ -227,6 +227,12 @@ void* km_gen(void* genctx, OSSL_CALLBACK* cb, void* cbarg) {
       OpResult r = run_op(op);
       if (!r.ok) return nullptr;
       if (r.output.key != nullptr) return new KeyData(A, std::move(r.output.key));
+      // An engine that drew the key pair itself (op.h): the private key, then the public key.
+      if (r.output.bytes.size() == 2 * kX25519Bytes) {
+        void* key = x25519_from_raw(r.output.bytes.data(), r.output.bytes.data() + kX25519Bytes);
+        OPENSSL_cleanse(r.output.bytes.data(), r.output.bytes.size());
+        return wrap_key<A>(key);
+      }
       // An engine that did the arithmetic (op.h): the public key of the private key it was given.
       if (!raw->drawn || r.output.bytes.size() != kX25519Bytes) return nullptr;
       return wrap_key<A>(x25519_from_raw(raw->priv.data(), r.output.bytes.data()));

@@ -207,11 +207,12 @@ struct OffloadSettings {
   Notify notify = Notify::kEvent;  // openssl:<id>: wait fds in epoll, or polling
   enum class PollMode { kHeuristic, kTimer, kBusy };
   PollMode poll_mode = PollMode::kHeuristic;
-  // mb_flush: how long the mb engine lets a partial batch wait for more ops. 0 (the server's
-  // default): computed when the loop goes idle, which under load is after a whole burst of
-  // events. The module in other applications uses 20us (ops arrive one by one from the
-  // application's thread).
-  std::chrono::microseconds mb_flush{0};
+  // mb_flush: how long the mb engine lets a partial batch wait for more ops, while its kind of
+  // op comes several at a time (the recent batches' fill; a lone op after lone ops is computed
+  // at once); the loop sleeps meanwhile. 0: computed when the loop goes idle, which under load
+  // is after a whole burst of events. The module in other applications uses 20us (ops arrive
+  // one by one from the application's thread).
+  std::chrono::microseconds mb_flush{100};
   // EngineCtrl is one `openssl_engine_ctrl NAME [VALUE];`: a control command sent to an OpenSSL
   // ENGINE (openssl:<id>) before ENGINE_init, in the order written.
   struct EngineCtrl {

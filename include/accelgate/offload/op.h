@@ -131,7 +131,10 @@ class PrivateKey {
 // - kX25519Derive: 64 bytes, our raw private key then the peer's raw public key (RFC 7748), no
 //   private_key(); the output is the 32-byte shared secret;
 // - kX25519Keygen: the new raw private key, 32 bytes drawn by the op's creator, no
-//   private_key(); the output is the raw public key in |bytes| (OpOutput).
+//   private_key(); the output is the raw public key in |bytes| (OpOutput). An engine may
+//   instead give a key pair it made itself, without asking for the raw input: 64 bytes, the
+//   private key (drawn from OpenSSL's private DRBG and clamped, RFC 7748 §5) then the public
+//   key; the op's creator then wipes them once it made the key.
 // Secret inputs are the engine's to wipe once used. Called on the submitting loop's thread, at
 // most once per submission; false when it cannot be made (the engine then passes the op on).
 using RawInputFn = std::function<bool(std::vector<uint8_t>* data)>;

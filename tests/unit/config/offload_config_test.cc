@@ -19,7 +19,7 @@ TEST_F(ConfigTest, OffloadDefaults) {
   EXPECT_EQ(o.pool_threads, 0);
   EXPECT_EQ(o.notify, OffloadSettings::Notify::kEvent);
   EXPECT_EQ(o.poll_mode, OffloadSettings::PollMode::kHeuristic);
-  EXPECT_EQ(o.mb_flush, 0us);
+  EXPECT_EQ(o.mb_flush, 100us);
   EXPECT_EQ(o.emu.latency, 200us);
   EXPECT_EQ(o.emu.capacity, 64u);
   EXPECT_EQ(o.emu.error_rate, 0);

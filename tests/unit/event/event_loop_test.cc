@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <thread>
 
 namespace accelgate::event {
@@ -82,6 +83,40 @@ struct Reader : IoHandler {
     if (got == "ping") loop->stop();
   }
 };
+
+// wake_by from an idle hook: the loop sleeps (a few iterations, not a spin) and wakes by then,
+// with no timer armed; with a timer due earlier, the timer still comes first. A later post stops
+// the loop should the wake-up never come.
+TEST(EventLoop, WakeByEndsTheWaitOnTimeWithoutSpinning) {
+  auto loop = make_loop();
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point when = start + std::chrono::microseconds(3000);
+  int iterations = 0;
+  Clock::time_point woke{};
+  loop->add_idle_hook([&] {
+    ++iterations;
+    Clock::time_point now = Clock::now();
+    if (now >= when) {
+      woke = now;
+      loop->stop();
+    } else {
+      loop->wake_by(when);
+    }
+    return false;
+  });
+  std::atomic<bool> ran{false};
+  std::thread guard([&] {
+    for (int i = 0; i < 200 && !ran; ++i) std::this_thread::sleep_for(Millis(10));
+    loop->post([&] { loop->stop(); });
+  });
+  loop->run();
+  ran = true;
+  guard.join();
+  ASSERT_NE(woke, Clock::time_point{}) << "the loop slept past wake_by";
+  EXPECT_GE(woke - start, std::chrono::microseconds(3000));
+  EXPECT_LT(woke - start, Millis(1000));
+  EXPECT_LT(iterations, 20) << "the loop spun instead of sleeping";
+}
 
 TEST(EventLoop, ReadableEdgeDeliversData) {
   auto loop = make_loop();

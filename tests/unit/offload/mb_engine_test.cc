@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -338,6 +340,10 @@ TEST_F(MbEngineTest, X25519EveryFillMatchesOpenSsl) {
         // Mixed keys: lane i derives with key i and peer i + 8.
         ops.push_back(make_x25519_op(keys[i].get(), keygen ? nullptr : keys[i + 8].get()));
       }
+      // A key generation batch leaves spare key pairs, which the next generations would take
+      // at submit (X25519KeyGenerationsTakeSpares): a fresh engine for each fill.
+      if (keygen) engine = make_mb();
+      ASSERT_TRUE(engine);
       ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops));
       // A lone derivation is cheaper in OpenSSL; key generations always batch.
       bool software = !keygen && fill == 1;
@@ -383,6 +389,94 @@ TEST_F(MbEngineTest, X25519EveryFillMatchesOpenSsl) {
   EXPECT_EQ(engine->submit(bad, 99, &out), SubmitResult::kFailed);
   EXPECT_FALSE(engine->accelerates(short_input)) << "no raw input: not mb's";
   EXPECT_EQ(metric("accelgate_offload_mb_recomputed_total"), recomputed_before);
+}
+
+// spare_pair checks a key generation completed at submit from a spare (op.h: 64 bytes, the
+// private key then the public key): the private key clamped (RFC 7748 §5) and the public key
+// OpenSSL's for it. Returns the private key, or nothing after a failure.
+std::vector<uint8_t> spare_pair(const OpOutput& out) {
+  EXPECT_EQ(out.bytes.size(), 64u);
+  if (out.bytes.size() != 64) return {};
+  const uint8_t* priv = out.bytes.data();
+  EXPECT_EQ(priv[0] & 7, 0);
+  EXPECT_EQ(priv[31] & 0xc0, 0x40);
+  Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nullptr, priv, 32));
+  EXPECT_NE(key, nullptr);
+  if (key == nullptr) return {};
+  EXPECT_EQ(raw_key(key.get(), false), std::vector<uint8_t>(priv + 32, priv + 64));
+  return {priv, priv + 32};
+}
+
+// A batch of key generations fills its empty lanes with spare key pairs and, as generations were
+// asked for, the flush tops them up with a batch of spares: the next generations complete at
+// submit, each with a key pair of its own, until the spares run out.
+TEST_F(MbEngineTest, X25519KeyGenerationsTakeSpares) {
+  std::vector<Pkey> keys;
+  for (int i = 0; i < 8; ++i) keys.emplace_back(EVP_PKEY_Q_keygen(nullptr, nullptr, "X25519"));
+  const uint64_t recomputed_before = metric("accelgate_offload_mb_recomputed_total");
+  for (size_t fill : {1u, 3u, 8u}) {
+    auto engine = make_mb();
+    ASSERT_TRUE(engine);
+    std::vector<RawOp> ops;
+    for (size_t i = 0; i < fill; ++i) ops.push_back(make_x25519_op(keys[i].get(), nullptr));
+    ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops));
+    for (size_t i = 0; i < fill; ++i) {
+      EXPECT_EQ(sink_.records[i].bytes, raw_key(keys[i].get(), false)) << "lane " << i;
+    }
+    // 8 - fill spare lanes, then a batch of eight spares (fewer than eight were left).
+    const size_t spares = fill == 8 ? 8 : 16 - fill;
+    std::vector<std::vector<uint8_t>> seen;
+    for (size_t i = 0; i < spares; ++i) {
+      RawOp op = make_x25519_op(keys[0].get(), nullptr);
+      bool asked = false;
+      op.op->set_private_key(PrivateKeyFn{}, [&asked](std::vector<uint8_t>* data) {
+        asked = true;
+        data->assign(32, 9);
+        return true;
+      });
+      OpOutput out;
+      ASSERT_EQ(engine->submit(op.op, 100 + i, &out), SubmitResult::kDone)
+          << "fill " << fill << " spare " << i;
+      EXPECT_FALSE(asked) << "a spare needs no raw input";
+      std::vector<uint8_t> priv = spare_pair(out);
+      ASSERT_FALSE(priv.empty());
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), priv), 0) << "a spare handed out twice";
+      seen.push_back(priv);
+    }
+    // The spares are gone: the next generation waits for a batch.
+    RawOp last = make_x25519_op(keys[1].get(), nullptr);
+    OpOutput out;
+    EXPECT_EQ(engine->submit(last.op, 200, &out), SubmitResult::kPending) << "fill " << fill;
+    sink_.records.clear();
+    engine->flush();
+    ASSERT_EQ(sink_.records.size(), 1u);
+    EXPECT_EQ(sink_.records[0].bytes, raw_key(keys[1].get(), false));
+  }
+  EXPECT_EQ(metric("accelgate_offload_mb_recomputed_total"), recomputed_before);
+}
+
+// Spare key pairs made before a fork are never handed out after it: parent and child would
+// share an ephemeral key.
+TEST_F(MbEngineTest, X25519SparesDoNotCrossAFork) {
+  Pkey key(EVP_PKEY_Q_keygen(nullptr, nullptr, "X25519"));
+  auto engine = make_mb();
+  ASSERT_TRUE(engine);
+  ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), {make_x25519_op(key.get(), nullptr)}));
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    RawOp op = make_x25519_op(key.get(), nullptr);
+    OpOutput out;
+    ::_exit(engine->submit(op.op, 2, &out) == SubmitResult::kPending ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child took a spare";
+  // The parent still has its spares.
+  RawOp op = make_x25519_op(key.get(), nullptr);
+  OpOutput out;
+  EXPECT_EQ(engine->submit(op.op, 3, &out), SubmitResult::kDone);
+  EXPECT_FALSE(spare_pair(out).empty());
 }
 
 TEST_F(MbEngineTest, EcdhEveryFillOnBothCurvesMatchesOpenSsl) {
@@ -488,12 +582,15 @@ TEST_F(MbEngineTest, MbFlushLetsAPartialBatchWait) {
   }
   engine->flush();
   EXPECT_TRUE(sink_.records.empty()) << "a partial batch left before mb_flush";
-  EXPECT_TRUE(engine->poll()) << "the loop must not block while a batch waits";
+  EXPECT_FALSE(engine->poll()) << "the loop sleeps while a batch waits, it does not spin";
+  const uint64_t iterations_before = sink_.iteration;
   ASSERT_TRUE(run_until([&] {
-    engine->flush();
+    engine->flush();  // in the loop's idle hook, as the dispatcher's: it asks the loop to wake
     return sink_.records.size() == 3;
   }));
   EXPECT_GE(sink_.records[0].at - submitted, 200ms) << "computed before mb_flush passed";
+  // 200 ms at one iteration per 2 ms tick of run_until, and the wake-up flush asked for.
+  EXPECT_LT(sink_.iteration - iterations_before, 1000u) << "the loop spun while the batch waited";
   EXPECT_FALSE(engine->poll());
   // A full batch does not wait.
   sink_.records.clear();
@@ -504,6 +601,42 @@ TEST_F(MbEngineTest, MbFlushLetsAPartialBatchWait) {
   }
   engine->flush();
   EXPECT_EQ(sink_.records.size(), 8u);
+}
+
+// A partial batch waits only while its class's batches come with company: a lone op after lone
+// ops is computed at once (a quiet server adds no latency), and ops coming together make
+// batches wait again.
+TEST_F(MbEngineTest, MbFlushWaitsOnlyWhileOpsComeTogether) {
+  auto engine = make_mb(20ms);
+  ASSERT_TRUE(engine);
+  std::vector<Pkey> keys;
+  for (int i = 0; i < 2; ++i) keys.emplace_back(EVP_PKEY_Q_keygen(nullptr, nullptr, "X25519"));
+  // submit_and_wait submits |n| derivations, flushes once and says whether they waited; then
+  // completes them.
+  auto submit_and_wait = [&](size_t n) {
+    sink_.records.clear();
+    std::vector<RawOp> ops;
+    for (size_t i = 0; i < n; ++i) {
+      ops.push_back(make_x25519_op(keys[0].get(), keys[1].get()));
+      OpOutput out;
+      EXPECT_EQ(engine->submit(ops.back().op, 1 + i, &out), SubmitResult::kPending);
+    }
+    engine->flush();
+    bool waited = sink_.records.empty();
+    EXPECT_TRUE(run_until([&] {
+      engine->flush();
+      return sink_.records.size() == n;
+    }));
+    return waited;
+  };
+  EXPECT_TRUE(submit_and_wait(1)) << "a fresh engine counts as busy";
+  int lone = 1;
+  while (submit_and_wait(1) && lone < 20) ++lone;
+  EXPECT_LE(lone, 12) << "lone ops kept waiting";
+  EXPECT_GE(lone, 3) << "one lone op ended the waits";
+  int together = 0;
+  while (!submit_and_wait(4) && together < 20) ++together;
+  EXPECT_LE(together, 4) << "ops coming four at a time did not make batches wait again";
 }
 
 // With `fallback off` the software engine still serves what mb does not accelerate (here an

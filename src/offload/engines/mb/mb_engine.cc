@@ -4,12 +4,18 @@
 // and a size, X25519 key generation apart from derivation); the loop's idle hook
 // (Dispatcher::on_idle -> flush) computes them before the loop blocks, so a loaded server fills
 // whole batches and a quiet one adds no latency. A batch too small to pay for its eight lanes
-// is computed in software instead. See README.md.
+// is computed in software instead. A batch of X25519 key generations fills its empty lanes with
+// spare key pairs, which later key generations take at once, without waiting for a batch. See
+// README.md.
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <pthread.h>
+#include <sys/prctl.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -19,6 +25,7 @@
 #include "accelgate/crypto/mb/cpu.h"
 #include "accelgate/crypto/mb/openssl_ec.h"
 #include "accelgate/crypto/mb/openssl_rsa.h"
+#include "accelgate/event/event_loop.h"
 #include "engines/engines.h"
 
 namespace accelgate::offload {
@@ -106,6 +113,34 @@ bool test_portable() {
   return v != nullptr && std::string_view(v) == "1";
 }
 
+// g_forks counts the forks of this process (pthread_atfork, child side): spare X25519 key pairs
+// made before a fork are never handed out after it, so that two processes never share an
+// ephemeral key.
+std::atomic<uint64_t> g_forks{0};
+
+uint64_t forks() {
+  static const bool registered = pthread_atfork(nullptr, nullptr, [] {
+                                   g_forks.fetch_add(1, std::memory_order_relaxed);
+                                 }) == 0;
+  return registered ? g_forks.load(std::memory_order_relaxed) : UINT64_MAX;
+}
+
+// kX25519Bytes is the length of a raw X25519 key, private or public.
+constexpr size_t kX25519Bytes = 32;
+
+// draw_x25519_private fills |count| raw private keys of kX25519Bytes from OpenSSL's private
+// DRBG, clamped as RFC 7748 §5 says (as OpenSSL's own key generation stores them).
+bool draw_x25519_private(uint8_t* keys, size_t count) {
+  if (RAND_priv_bytes_ex(nullptr, keys, count * kX25519Bytes, 0) != 1) return false;
+  for (size_t i = 0; i < count; ++i) {
+    uint8_t* k = keys + i * kX25519Bytes;
+    k[0] &= 248;
+    k[31] &= 127;
+    k[31] |= 64;
+  }
+  return true;
+}
+
 mb::Backend backend() {
   return mb::detect_ifma().usable ? mb::Backend::kIfma : mb::Backend::kPortable;
 }
@@ -160,13 +195,18 @@ const PreparedKey* prepared(const Op& op) {
 class MbEngine final : public Engine {
  public:
   MbEngine(const config::OffloadSettings& settings, const EngineContext& context)
-      : sink_(context.sink), flush_delay_(settings.mb_flush) {
+      : loop_(context.loop), sink_(context.sink), flush_delay_(settings.mb_flush) {
     software_below_ = kSoftwareBelow;
     if (test_every_batch()) software_below_.fill(1);
+    fill_avg_.fill(static_cast<double>(kLanes));
     // Registered now, so /metrics shows them at 0 before anything happened.
     software_lanes();
     recomputed_lanes();
+    spares_.reserve(kSpares);  // never reallocated: a spare's bytes are wiped where they lie
+    spares_forks_ = forks();
   }
+
+  ~MbEngine() override { drop_spares(); }
 
   std::string_view name() const override { return "mb"; }
 
@@ -178,12 +218,16 @@ class MbEngine final : public Engine {
     return key != nullptr && key->rsa == is_rsa(static_cast<size_t>(cls));
   }
 
-  SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput*) override {
+  SubmitResult submit(const OpRef& op, uint64_t ticket, OpOutput* out) override {
     int cls = class_of(*op);
     if (cls < 0) return SubmitResult::kFailed;
     const auto c = static_cast<size_t>(cls);
     const PreparedKey* key = is_x25519(c) ? nullptr : prepared(*op);
     if (key == nullptr && !is_x25519(c)) return SubmitResult::kFailed;
+    if (c == kX25519Keygen) {
+      keygen_demand_ = true;
+      if (take_spare(out)) return SubmitResult::kDone;
+    }
     Queued q{op, ticket, {}, Clock::now()};
     bool ok = op->raw_input(&q.input);
     if (is_x25519(c)) {
@@ -199,10 +243,10 @@ class MbEngine final : public Engine {
     return SubmitResult::kPending;
   }
 
-  // poll keeps the loop from blocking while a partial batch waits out mb_flush (the module in
-  // other applications, where ops arrive one by one from another thread).
+  // poll keeps a loop that flush cannot ask to wake (none given) from blocking while a partial
+  // batch waits out mb_flush.
   bool poll() override {
-    if (flush_delay_.count() == 0) return false;
+    if (flush_delay_.count() == 0 || loop_ != nullptr) return false;
     for (const auto& q : queues_) {
       if (!q.empty()) return true;
     }
@@ -215,12 +259,29 @@ class MbEngine final : public Engine {
       auto& queue = queues_[cls];
       while (!queue.empty()) {
         size_t n = std::min(queue.size(), kLanes);
-        // A partial batch may wait for company up to mb_flush after its first op arrived.
-        if (n < kLanes && now - queue.front().arrived < flush_delay_) break;
+        // A partial batch may wait for company up to mb_flush after its first op arrived, while
+        // its class has company to wait for: a quiet loop computes a lone op at once.
+        if (n < kLanes && busy(cls) && now - queue.front().arrived < flush_delay_) {
+          if (loop_ != nullptr) wake_loop_by(queue.front().arrived + flush_delay_);
+          break;
+        }
+        fill_avg_[cls] += (static_cast<double>(n) - fill_avg_[cls]) / 4;
         run_batch(cls, n);
       }
     }
+    // Key generations were asked for since the last flush: keep at least a batch of spares, so
+    // that the next ones complete at once (eight lanes cost about one OpenSSL key generation).
+    if (keygen_demand_ && spares_.size() < kLanes) {
+      std::vector<OpOutput> none;
+      run_x25519_keygen({}, &none);
+    }
+    keygen_demand_ = false;
   }
+
+  // busy says whether class |cls|'s recent batches held more than one op on average (an
+  // exponential average over about four batches): then ops arrive together and a partial batch
+  // is worth a wait.
+  bool busy(size_t cls) const { return fill_avg_[cls] >= 1.5; }
 
   size_t inflight() const override {
     size_t n = 0;
@@ -277,8 +338,8 @@ class MbEngine final : public Engine {
     }
   }
 
-  static mb::CheckedOutcome run_kernels(size_t cls, const std::vector<Queued>& batch,
-                                        std::vector<OpOutput>* outputs) {
+  mb::CheckedOutcome run_kernels(size_t cls, const std::vector<Queued>& batch,
+                                 std::vector<OpOutput>* outputs) {
     switch (cls) {
       case kEcdsaP256:
       case kEcdsaP384:
@@ -288,6 +349,7 @@ class MbEngine final : public Engine {
       case kEcdhP384:
         return run_ecdh(mb::EcCurve::kP384, batch, outputs);
       case kX25519Keygen:
+        return run_x25519_keygen(batch, outputs);
       case kX25519Derive:
         return run_x25519(batch, outputs);
       default:
@@ -345,10 +407,85 @@ class MbEngine final : public Engine {
     return mb::x25519_checked(backend(), {lanes.data(), batch.size()});
   }
 
+  // run_x25519_keygen computes a batch of key generations (none: a batch of spares only) and
+  // fills the batch's empty lanes with spare key pairs (private keys drawn here; each checked as
+  // every lane is), up to kSpares in all. Eight lanes cost what one costs, so a spare is nearly
+  // free, and a key generation that finds one completes in submit: its handshake goes on to the
+  // derivation without waiting a loop iteration for a batch.
+  mb::CheckedOutcome run_x25519_keygen(const std::vector<Queued>& batch,
+                                       std::vector<OpOutput>* outputs) {
+    const size_t n = batch.size();
+    if (spares_forks_ != forks()) drop_spares();
+    size_t extra = std::min(kLanes - n, kSpares - spares_.size());
+    std::array<uint8_t, kLanes * kX25519Bytes> privs{};
+    std::array<uint8_t, kLanes * kX25519Bytes> pubs{};
+    if (extra > 0 && !draw_x25519_private(privs.data(), extra)) extra = 0;
+    std::array<mb::X25519CheckedLane, kLanes> lanes{};
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<uint8_t>& out = (*outputs)[i].bytes;
+      out.resize(kX25519Bytes);
+      lanes[i] = {batch[i].input.data(), nullptr, out.data()};
+    }
+    for (size_t j = 0; j < extra; ++j) {
+      lanes[n + j] = {privs.data() + j * kX25519Bytes, nullptr, pubs.data() + j * kX25519Bytes};
+    }
+    mb::CheckedOutcome outcome = mb::x25519_checked(backend(), {lanes.data(), n + extra});
+    for (size_t j = 0; j < extra; ++j) {
+      auto bit = static_cast<uint8_t>(1u << (n + j));
+      if ((outcome.recomputed & bit) != 0) recomputed_lanes().inc();
+      if ((outcome.ok & bit) == 0 && (outcome.recomputed & bit) == 0) continue;
+      auto& spare = spares_.emplace_back();
+      std::memcpy(spare.data(), privs.data() + j * kX25519Bytes, kX25519Bytes);
+      std::memcpy(spare.data() + kX25519Bytes, pubs.data() + j * kX25519Bytes, kX25519Bytes);
+    }
+    OPENSSL_cleanse(privs.data(), privs.size());
+    // The callers see the real lanes only.
+    const auto real = static_cast<uint8_t>((1u << n) - 1);
+    return {static_cast<uint8_t>(outcome.ok & real),
+            static_cast<uint8_t>(outcome.recomputed & real),
+            static_cast<uint8_t>(outcome.failed & real)};
+  }
+
+  // take_spare gives a key generation a spare key pair: the private key then the public key in
+  // |out|'s bytes (op.h, kX25519Keygen), the spare wiped. False when there is none.
+  bool take_spare(OpOutput* out) {
+    if (spares_forks_ != forks()) drop_spares();
+    if (spares_.empty()) return false;
+    std::array<uint8_t, 2 * kX25519Bytes>& spare = spares_.back();
+    out->bytes.assign(spare.begin(), spare.end());
+    OPENSSL_cleanse(spare.data(), spare.size());
+    spares_.pop_back();
+    return true;
+  }
+
+  void drop_spares() {
+    for (auto& spare : spares_) OPENSSL_cleanse(spare.data(), spare.size());
+    spares_.clear();
+    spares_forks_ = forks();
+  }
+
+  // wake_loop_by has the loop sleep no later than |when| (a partial batch's end of wait), with
+  // this thread's timer slack cut from Linux's 50us to 5us, so that the wakeup comes on time.
+  void wake_loop_by(Clock::time_point when) {
+    static thread_local const bool slack_set = prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0) == 0;
+    (void)slack_set;
+    loop_->wake_by(when);
+  }
+
+  event::EventLoop* loop_;
   CompletionSink* sink_;
   const std::chrono::microseconds flush_delay_;
   std::array<size_t, kClasses> software_below_{};
   std::array<std::deque<Queued>, kClasses> queues_;
+  // fill_avg_[cls]: the recent batches' fill (busy); a fresh engine counts as busy.
+  std::array<double, kClasses> fill_avg_{};
+  // Spare X25519 key pairs (run_x25519_keygen), private key then public key; made in this
+  // process as of spares_forks_ (forks()). keygen_demand_: a key generation was submitted since
+  // the last flush.
+  static constexpr size_t kSpares = 2 * kLanes;
+  bool keygen_demand_ = false;
+  std::vector<std::array<uint8_t, 2 * kX25519Bytes>> spares_;
+  uint64_t spares_forks_ = 0;
 };
 
 }  // namespace
