@@ -97,22 +97,6 @@ start_busy() {
   if [ "$BUSY" = 1 ]; then start_pinned 0 bash -c 'while :; do :; done'; fi
 }
 
-measure() {  # measure PID PORT -> "cpu_ms_per_1000 rps p99_ms"
-  local before after out reqs p99
-  before=$(cpu_seconds "$1")
-  out=$(taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -H 'Connection: close' \
-    "https://127.0.0.1:$2/index.html")
-  after=$(cpu_seconds "$1")
-  reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
-  # wrk prints e.g. "     99%   12.34ms" (us, ms or s).
-  p99=$(echo "$out" | awk '$1 == "99%" { v = $2; u = v; gsub(/[0-9.]/, "", u); sub(/[a-z]+$/, "", v);
-    if (u == "us") v /= 1000; else if (u == "s") v *= 1000; printf "%.2f", v }')
-  if echo "$out" | grep -q 'Socket errors'; then echo "$out" | grep 'Socket errors' >&2; fi
-  if echo "$out" | grep -q 'Non-2xx'; then echo "$out" | grep 'Non-2xx' >&2; fi
-  awk -v b="$before" -v a="$after" -v n="$reqs" -v d="$DURATION" -v p="${p99:-0}" \
-    'BEGIN { printf "%.3f %.0f %s\n", (a - b) * 1000 / n * 1000, n / d, p }'
-}
-
 # run_engines KEYTYPE PROTOCOL: one accelgate per engine of ENGINES, alternating wrk runs.
 run_engines() {
   local key=$1 proto=$2 engines i
@@ -134,7 +118,7 @@ run_engines() {
   declare -A ms rps
   for _ in $(seq 1 "$RUNS"); do
     for i in "${!engines[@]}"; do
-      read -r c r _ <<< "$(measure "${pids[$i]}" "${ports[$i]}")"
+      read -r c r _ <<< "$(measure_handshakes "${pids[$i]}" "${ports[$i]}" "$CONNECTIONS" "$DURATION")"
       ms[$i]+="$c "
       rps[$i]+="$r "
     done
@@ -196,9 +180,9 @@ CONF
 
   local ms_ag=() ms_ngx=() rps_ag=() rps_ngx=() p99_ag=() p99_ngx=()
   for _ in $(seq 1 "$RUNS"); do
-    read -r c r p <<< "$(measure "$pid_ag" "$port_ag")"
+    read -r c r p <<< "$(measure_handshakes "$pid_ag" "$port_ag" "$CONNECTIONS" "$DURATION")"
     ms_ag+=("$c"); rps_ag+=("$r"); p99_ag+=("$p")
-    read -r c r p <<< "$(measure "$pid_ngx" "$port_ngx")"
+    read -r c r p <<< "$(measure_handshakes "$pid_ngx" "$port_ngx" "$CONNECTIONS" "$DURATION")"
     ms_ngx+=("$c"); rps_ngx+=("$r"); p99_ngx+=("$p")
   done
   kill "${PIDS[@]}" 2>/dev/null || true

@@ -97,14 +97,7 @@ p99_a=()
 p99_b=()
 for _ in $(seq 1 "$RUNS"); do
   for i in 0 1; do
-    before=$(cpu_seconds "${pids[$i]}")
-    out=$(taskset -c 1 wrk -t1 -c20 -d"${DURATION}s" --latency -H 'Connection: close' \
-      "https://127.0.0.1:${ports[$i]}/index.html")
-    after=$(cpu_seconds "${pids[$i]}")
-    reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
-    u=$(awk -v b="$before" -v a="$after" -v n="$reqs" 'BEGIN { printf "%.1f", (a - b) * 1e6 / n }')
-    p=$(echo "$out" | awk '$1 == "99%" { v = $2; u = v; gsub(/[0-9.]/, "", u); sub(/[a-z]+$/, "", v);
-      if (u == "us") v /= 1000; else if (u == "s") v *= 1000; printf "%.2f", v }')
+    read -r u _ p <<< "$(measure_handshakes "${pids[$i]}" "${ports[$i]}" 20 "$DURATION")"
     if [ "$i" = 0 ]; then us_a+=("$u"); p99_a+=("$p"); else us_b+=("$u"); p99_b+=("$p"); fi
   done
 done

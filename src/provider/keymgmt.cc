@@ -183,9 +183,7 @@ void set_raw_x25519_keygen(offload::Op* op, const GenRecipe& recipe,
       if (RAND_priv_bytes_ex(Backend::get().libctx(), raw->priv.data(), raw->priv.size(), 0) != 1) {
         return false;
       }
-      raw->priv[0] &= 248;
-      raw->priv[31] &= 127;
-      raw->priv[31] |= 64;
+      offload::clamp_x25519_private(raw->priv.data());
       raw->drawn = true;
     }
     data->assign(raw->priv.begin(), raw->priv.end());

@@ -139,6 +139,15 @@ class PrivateKey {
 // most once per submission; false when it cannot be made (the engine then passes the op on).
 using RawInputFn = std::function<bool(std::vector<uint8_t>* data)>;
 
+// clamp_x25519_private clamps a 32-byte raw X25519 private key in place as RFC 7748 §5's
+// decodeScalar25519 does, which is how OpenSSL's key generation stores it: the raw private key
+// of a kX25519Keygen op, whether its creator or the engine drew it, is clamped this way.
+inline void clamp_x25519_private(uint8_t* key) {
+  key[0] &= 248;
+  key[31] &= 127;
+  key[31] |= 64;
+}
+
 // PrivateKeyFn returns an op's PrivateKey, made only when an engine asks (an ephemeral ECDH key
 // is imported only if an engine will compute with it).
 using PrivateKeyFn = std::function<std::shared_ptr<const PrivateKey>()>;

@@ -132,12 +132,7 @@ constexpr size_t kX25519Bytes = 32;
 // DRBG, clamped as RFC 7748 §5 says (as OpenSSL's own key generation stores them).
 bool draw_x25519_private(uint8_t* keys, size_t count) {
   if (RAND_priv_bytes_ex(nullptr, keys, count * kX25519Bytes, 0) != 1) return false;
-  for (size_t i = 0; i < count; ++i) {
-    uint8_t* k = keys + i * kX25519Bytes;
-    k[0] &= 248;
-    k[31] &= 127;
-    k[31] |= 64;
-  }
+  for (size_t i = 0; i < count; ++i) clamp_x25519_private(keys + i * kX25519Bytes);
   return true;
 }
 
