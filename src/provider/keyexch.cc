@@ -17,6 +17,8 @@
 namespace accelgate::provider {
 namespace {
 
+using offload::kX25519Bytes;  // op.h
+
 template <Algorithm A, typename Fn>
 Fn* def(int id) {
   return Backend::get().fn<Fn>(Operation::kKeyexch, A, id);
@@ -136,8 +138,6 @@ bool key_octets(void* inner, const char* name, size_t max, std::vector<uint8_t>*
   return true;
 }
 
-// kX25519Bytes is the length of an X25519 key, public or private, and of its shared secret.
-constexpr size_t kX25519Bytes = 32;
 // kMaxPointBytes bounds an encoded P-384 point (04 || x || y).
 constexpr size_t kMaxPointBytes = 1 + 2 * 48;
 

@@ -20,6 +20,8 @@
 namespace accelgate::provider {
 namespace {
 
+using offload::kX25519Bytes;  // op.h
+
 template <Algorithm A, typename Fn>
 Fn* def(int id) {
   return Backend::get().fn<Fn>(Operation::kKeymgmt, A, id);
@@ -141,9 +143,6 @@ offload::OpRef x25519_keygen_op(std::shared_ptr<GenRecipe> recipe) {
   // X25519 keys count as 256 bits (op.h).
   return std::make_shared<offload::Op>(offload::OpKind::kX25519Keygen, 256, std::move(software));
 }
-
-// kX25519Bytes is the length of a raw X25519 key, public or private.
-constexpr size_t kX25519Bytes = 32;
 
 // RawKeygen is the raw private key of a key generation whose arithmetic an engine does itself
 // (op.h, kX25519Keygen): drawn when the engine asks for the op's raw input, kept to make the

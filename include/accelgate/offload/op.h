@@ -139,6 +139,10 @@ class PrivateKey {
 // most once per submission; false when it cannot be made (the engine then passes the op on).
 using RawInputFn = std::function<bool(std::vector<uint8_t>* data)>;
 
+// kX25519Bytes is the length of a raw X25519 key, private or public (RFC 7748 §5), and of a
+// shared secret.
+inline constexpr size_t kX25519Bytes = 32;
+
 // clamp_x25519_private clamps a 32-byte raw X25519 private key in place as RFC 7748 §5's
 // decodeScalar25519 does, which is how OpenSSL's key generation stores it: the raw private key
 // of a kX25519Keygen op, whether its creator or the engine drew it, is clamped this way.

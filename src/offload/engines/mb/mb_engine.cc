@@ -125,9 +125,6 @@ uint64_t forks() {
   return registered ? g_forks.load(std::memory_order_relaxed) : UINT64_MAX;
 }
 
-// kX25519Bytes is the length of a raw X25519 key, private or public.
-constexpr size_t kX25519Bytes = 32;
-
 // draw_x25519_private fills |count| raw private keys of kX25519Bytes from OpenSSL's private
 // DRBG, clamped as RFC 7748 §5 says (as OpenSSL's own key generation stores them).
 bool draw_x25519_private(uint8_t* keys, size_t count) {
