@@ -107,12 +107,24 @@ void TlsTransport::on_job_ready() {
 
 void TlsTransport::on_job_paused() {
   job_paused_ = true;
+  sync_async_fds(false);
+}
+
+void TlsTransport::sync_async_fds(bool job_ended) {
   // Engines that signal through fds (vendor engines in notify=event mode) change them here.
+  // OpenSSL resets the changes only when a paused job resumes, so an fd that a job closed in its
+  // last run is reported as deleted after the job ended (and again at the next job's pause).
+  // That is when its watcher must go: the number may be reused at once by another connection's
+  // job on this loop, and a later EPOLL_CTL_DEL would take that one's registration away (it
+  // would then never resume). Additions are taken only at a pause, so none is watched twice.
   size_t add_count = 0, del_count = 0;
   SSL_get_changed_async_fds(ssl_, nullptr, &add_count, nullptr, &del_count);
   if (add_count == 0 && del_count == 0) return;
-  std::vector<OSSL_ASYNC_FD> added(add_count), deleted(del_count);
+  // The counts include fds added and deleted in the same run, which are not listed: -1 fills
+  // their places.
+  std::vector<OSSL_ASYNC_FD> added(add_count, -1), deleted(del_count, -1);
   SSL_get_changed_async_fds(ssl_, added.data(), &add_count, deleted.data(), &del_count);
+  if (job_ended) added.clear();
   for (OSSL_ASYNC_FD fd : deleted) {
     for (auto it = async_fds_.begin(); it != async_fds_.end(); ++it) {
       if ((*it)->fd() == fd) {
@@ -123,6 +135,7 @@ void TlsTransport::on_job_paused() {
     }
   }
   for (OSSL_ASYNC_FD fd : added) {
+    if (fd < 0) continue;
     auto watcher = std::make_unique<AsyncFdWatcher>(this, fd);
     if (Status st = loop_->add_readable(fd, watcher.get()); !st) {
       AG_LOG_ALERT("cannot watch an async wait fd: %s", st.error().message.c_str());
@@ -182,6 +195,7 @@ event::IoResult TlsTransport::handshake() {
   ERR_clear_error();
   int ret = SSL_do_handshake(ssl_);
   if (ret == 1) {
+    sync_async_fds(true);
     handshake_done_ = true;
     // Only the handshake has private-key operations (renegotiation is refused): run the record
     // layer outside async jobs, which saves a job start and switch per SSL_read/SSL_write
@@ -191,6 +205,7 @@ event::IoResult TlsTransport::handshake() {
     return {event::IoResult::kOk, 0, 0};
   }
   event::IoResult r = map_error(ret);
+  if (!job_paused_) sync_async_fds(true);  // the job ended (or none could start)
   if (r.status == event::IoResult::kEof || r.status == event::IoResult::kError) {
     record_handshake_error(*handshake_error_ ? handshake_error_ : "peer_closed");
   }
@@ -207,6 +222,7 @@ bool TlsTransport::finish_paused_job() {
       on_job_paused();
       return false;
     }
+    sync_async_fds(true);
     ERR_clear_error();
   }
   return true;

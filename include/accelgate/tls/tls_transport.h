@@ -67,6 +67,9 @@ class TlsTransport final : public event::Transport {
   event::IoResult handshake();
   event::IoResult map_error(int ret);
   void on_job_paused();
+  // sync_async_fds applies the job's changed wait fds to the loop's watchers: additions and
+  // deletions when the job paused, deletions only when it has ended.
+  void sync_async_fds(bool job_ended);
   static int on_async_callback(SSL* ssl, void* arg);
   void on_job_ready();
 
