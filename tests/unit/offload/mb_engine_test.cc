@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
 
 #include "accelgate/common/metrics.h"
 #include "accelgate/offload/dispatcher.h"
@@ -302,7 +303,13 @@ TEST_F(MbEngineTest, EcdsaEveryFillOnBothCurvesVerifies) {
     for (size_t fill = 1; fill <= 8; ++fill) {
       std::vector<RawOp> ops;
       for (size_t i = 0; i < fill; ++i) ops.push_back(make_ecdsa_op(k[i % 2]));
+      uint64_t software_before = metric("accelgate_offload_mb_software_total");
       ASSERT_NO_FATAL_FAILURE(submit_and_flush(engine.get(), ops)) << curve;
+      // A lone P-256 signature goes to OpenSSL, a pair and more to the kernels; P-384 always
+      // batches (kSoftwareBelow).
+      const bool software = std::string_view(curve) == "P-256" && fill == 1;
+      EXPECT_EQ(metric("accelgate_offload_mb_software_total") - software_before, software ? 1u : 0u)
+          << curve << " fill " << fill;
       for (size_t i = 0; i < fill; ++i) {
         ASSERT_TRUE(sink_.records[i].ok) << curve << " fill " << fill;
         EXPECT_TRUE(ecdsa_verifies(k[i % 2]->pkey(), ops[i].input, sink_.records[i].bytes))
