@@ -1,5 +1,8 @@
 #include "http_connection.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -394,9 +397,23 @@ void HttpConnection::finish_head() {
     }
   } else {
     out_.append("Connection: close\r\n");
+    hold_last_segment();
   }
   out_.append("\r\n");
   head_size_ = out_.size();
+}
+
+void HttpConnection::hold_last_segment() {
+  // This response is the connection's last: close(2), or shutdown(2) when lingering, follows
+  // its last byte and sends what the kernel holds with the FIN. Corked until then, the
+  // response's tail, TLS's close_notify and the FIN leave in one segment instead of three
+  // (docs/architecture.md). Only for a body in hand when its head is made (every body here: a
+  // file, memory, a finished gzip body): a body that arrives over time (a proxied stream) must
+  // not be corked, or its tail would wait for the cork's 200 ms limit.
+  if (corked_) return;
+  corked_ = true;
+  int one = 1;
+  ::setsockopt(transport_->fd(), IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
 }
 
 void HttpConnection::respond_text(int status, const std::string& content_type,

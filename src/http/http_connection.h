@@ -82,6 +82,7 @@ class HttpConnection final : public event::IoHandler {
   void respond_error(int status);
   void begin_response(int status, bool has_body_length, uint64_t length);
   void finish_head();
+  void hold_last_segment();
   void finish_request();
   void close_after_error(int status, const char* reason);
   std::string expand_variables(const std::string& text) const;
@@ -130,6 +131,7 @@ class HttpConnection final : public event::IoHandler {
   int status_ = 0;
   bool keep_alive_ = false;
   bool lingering_after_ = false;
+  bool corked_ = false;  // TCP_CORK is set: the response in progress is the connection's last
   bool send_body_ = true;
   bool head_sent_continue_ = false;
 

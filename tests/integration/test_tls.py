@@ -15,7 +15,8 @@ import unittest
 
 from harness import Client, ServerTestCase, curl, free_port, get, wait_for_port, wait_until
 from tls_harness import (Certs, TlsClient, client_context, field, handshake_errors, handshakes,
-                         hello_then_close, s_client, scrape, tls_get, tls_server, wrk)
+                         hello_then_close, s_client, scrape, tcp_segments_in, tls_get, tls_server,
+                         wrk)
 
 H = b"Host: localhost\r\n"
 
@@ -434,6 +435,49 @@ class HttpsServingTest(TlsTestCase):
         code, out = s_client(s.port)
         self.assertIn("hello tls", out)
         self.assertEqual(code, 0, out[-600:])
+
+    def test_closing_response_adds_no_segment(self):
+        # A response after which the server closes leaves corked (TCP_CORK until the close):
+        # its tail, TLS's close_notify and the FIN go in one segment, so the client receives
+        # exactly the segments of the same response on a kept-alive connection, over plain TCP
+        # and TLS 1.2 and 1.3 alike. Without it the close_notify and the FIN are two more
+        # segments (one of them with data) for every connection.
+        plain = free_port()
+        more = """
+    server {
+        listen 127.0.0.1:%d;
+        root html;
+    }
+""" % plain
+        # No session tickets: a TLS 1.3 ticket after the handshake would race the counting.
+        s = self.start_tls("ssl_session_cache off; ssl_session_tickets off;", more=more)
+        wait_for_port(plain)
+
+        def segments_for_response(version, close):
+            raw = socket.create_connection(("127.0.0.1", plain if version is None else s.port),
+                                           timeout=5)
+            sock = raw if version is None else client_context(
+                minimum_version=version, maximum_version=version).wrap_socket(raw)
+            with sock:
+                before = tcp_segments_in(sock)
+                sock.sendall(b"GET /a.txt HTTP/1.1\r\n" + H
+                             + (b"Connection: close\r\n" if close else b"") + b"\r\n")
+                got = b""
+                while close or not got.endswith(b"AAAA"):  # closing: to the end of the stream
+                    b = sock.recv(65536)
+                    if not b:
+                        break
+                    got += b
+                self.assertTrue(got.startswith(b"HTTP/1.1 200") and got.endswith(b"AAAA"), got)
+                after = tcp_segments_in(sock)
+            return tuple(a - b for a, b in zip(after, before))
+
+        for version in (None, ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            name = "plain" if version is None else version.name
+            kept = segments_for_response(version, close=False)
+            closed = segments_for_response(version, close=True)
+            self.assertEqual(closed, kept, "%s: (segments, data segments) received for a closing "
+                             "response %s, for a kept-alive one %s" % (name, closed, kept))
 
     def test_slow_reader_gets_whole_file(self):
         # Partial SSL_writes: a client with a small receive buffer that reads in pauses.

@@ -111,6 +111,13 @@ class TlsClient(Client):
         return True
 
 
+def tcp_segments_in(sock):
+    """(segments, data segments) |sock| has received so far: tcpi_segs_in and tcpi_data_segs_in
+    of Linux's struct tcp_info (offsets 140 and 152, there since Linux 4.6)."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 160)
+    return struct.unpack_from("I", info, 140)[0], struct.unpack_from("I", info, 152)[0]
+
+
 def tls_get(port, path="/", host="localhost", method="GET", headers="", timeout=5.0, **kwargs):
     """One request with `Connection: close` over a fresh TLS connection; returns the Response."""
     with TlsClient(port, timeout, **kwargs) as c:
