@@ -9,7 +9,10 @@
 # (ECDHE-RSA/ECDSA-AES256-GCM-SHA384) and TLS 1.3. Runs alternate; medians are printed.
 #
 # Usage: bench/handshake.sh [--runs N] [--duration SECONDS] [--connections N] [--engine LIST]
-#                           [--busy] [--multi-accept]
+#                           [--busy] [--multi-accept] [--cases LIST]
+#
+# --cases rsa:TLSv1.2,ec:TLSv1.3 runs only those certificate:protocol cases (default: all four),
+# e.g. to spend more runs on one case on a noisy machine.
 #
 # --engine NAME (an `offload { crypto NAME; }` value: off, sw, pool, emu, auto...) runs accelgate
 # with that engine against nginx. --engine A,B,... compares accelgate with each engine instead
@@ -34,6 +37,7 @@ CONNECTIONS=20
 ENGINES=auto
 BUSY=0
 EVENTS_EXTRA=
+CASES=rsa:TLSv1.2,rsa:TLSv1.3,ec:TLSv1.2,ec:TLSv1.3
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) RUNS=$2; shift 2 ;;
@@ -42,7 +46,15 @@ while [ $# -gt 0 ]; do
     --engine) ENGINES=$2; shift 2 ;;
     --busy) BUSY=1; shift ;;
     --multi-accept) EVENTS_EXTRA="multi_accept on; "; shift ;;
-    *) echo "usage: $0 [--runs N] [--duration S] [--connections N] [--engine LIST] [--busy] [--multi-accept]" >&2; exit 2 ;;
+    --cases) CASES=$2; shift 2 ;;
+    *) echo "usage: $0 [--runs N] [--duration S] [--connections N] [--engine LIST] [--busy] [--multi-accept] [--cases LIST]" >&2; exit 2 ;;
+  esac
+done
+IFS=, read -r -a CASE_LIST <<< "$CASES"
+for c in "${CASE_LIST[@]}"; do
+  case $c in
+    rsa:TLSv1.2 | rsa:TLSv1.3 | ec:TLSv1.2 | ec:TLSv1.3) ;;
+    *) echo "$0: unknown case $c (rsa|ec:TLSv1.2|TLSv1.3)" >&2; exit 2 ;;
   esac
 done
 
@@ -139,11 +151,7 @@ run_engines() {
 if [[ "$ENGINES" == *,* ]]; then
   printf '%-6s %-8s %-8s %12s %10s %10s %9s\n' cert proto engine "ms/1000" "req/s" \
     "+us/hs" "vs first"
-  for key in rsa ec; do
-    for proto in TLSv1.2 TLSv1.3; do
-      run_engines "$key" "$proto"
-    done
-  done
+  for c in "${CASE_LIST[@]}"; do run_engines "${c%%:*}" "${c#*:}"; done
   echo "ms/1000: accelgate CPU milliseconds (all threads) per 1000 full handshakes = CPU us per"
   echo "handshake (median of $RUNS runs of ${DURATION}s); +us/hs: CPU us per handshake more than"
   echo "the first engine; vs first: handshakes per CPU second / the first engine's (1 = same)"
@@ -190,20 +198,23 @@ CONF
   local a n
   a=$(median "${ms_ag[@]}")
   n=$(median "${ms_ngx[@]}")
-  printf '%-6s %-8s %12s %12s %10s %10s %8s %8s %9s\n' "$key" "$proto" "$a" "$n" \
+  # run range: the lowest and highest capacity of one run pair (accelgate's run and the nginx
+  # run right after it), the spread that the machine's noise leaves around the medians.
+  local range
+  range=$(for i in "${!ms_ag[@]}"; do echo "${ms_ngx[$i]} ${ms_ag[$i]}"; done |
+    awk '{ r = $1 / $2; lo = NR == 1 || r < lo ? r : lo; hi = r > hi ? r : hi }
+         END { printf "%.2f-%.2f", lo, hi }')
+  printf '%-6s %-8s %12s %12s %10s %10s %8s %8s %9s %10s\n' "$key" "$proto" "$a" "$n" \
     "$(median "${rps_ag[@]}")" "$(median "${rps_ngx[@]}")" \
     "$(median "${p99_ag[@]}")" "$(median "${p99_ngx[@]}")" \
-    "$(awk -v a="$a" -v n="$n" 'BEGIN { printf "%.2f", n / a }')"
+    "$(awk -v a="$a" -v n="$n" 'BEGIN { printf "%.2f", n / a }')" "$range"
 }
 
-printf '%-6s %-8s %12s %12s %10s %10s %8s %8s %9s\n' cert proto "ag ms/1000" "ngx ms/1000" \
-  "ag req/s" "ngx req/s" "ag p99" "ngx p99" capacity
-for key in rsa ec; do
-  for proto in TLSv1.2 TLSv1.3; do
-    run_case "$key" "$proto"
-  done
-done
+printf '%-6s %-8s %12s %12s %10s %10s %8s %8s %9s %10s\n' cert proto "ag ms/1000" "ngx ms/1000" \
+  "ag req/s" "ngx req/s" "ag p99" "ngx p99" capacity "run range"
+for c in "${CASE_LIST[@]}"; do run_case "${c%%:*}" "${c#*:}"; done
 echo "ms/1000: server CPU milliseconds per 1000 full handshakes (median of $RUNS runs of ${DURATION}s);"
 echo "capacity: accelgate's handshakes per CPU second / nginx's (>1: accelgate does more per core);"
+echo "run range: the lowest and highest capacity of one run pair (accelgate's run, then nginx's);"
 echo "p99: wrk's 99th percentile latency, ms (median of the runs)"
 echo "accelgate engine: crypto $ENGINES$([ "$BUSY" = 1 ] && echo ', busy loop on the servers CPU')"
