@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>  // explicit_bzero (a glibc extension declared by <string.h>)
+#include <initializer_list>
 
 namespace accelgate::crypto::mb {
 namespace {
@@ -67,7 +68,7 @@ void mod_double(uint64_t* x, const uint64_t* m, int count) {
     carry = v >> 52;
     x[j] = v & kLimbMask;
   }
-  uint64_t d[kMaxFullLimbs];
+  uint64_t d[kMaxHalfLimbs];
   uint64_t borrow = 0;
   for (int j = 0; j < count; ++j) {
     const uint64_t t = x[j] - m[j] - borrow;
@@ -78,14 +79,13 @@ void mod_double(uint64_t* x, const uint64_t* m, int count) {
   for (int j = 0; j < count; ++j) x[j] = (d[j] & keep_d) | (x[j] & ~keep_d);
 }
 
-// montgomery_constants sets r1, r2 and (when not null) r3 to R, R^2, R^3 mod m, R = 2^(52 count).
+// montgomery_constants sets r1, r2 and r3 to R, R^2, R^3 mod m, R = 2^(52 count).
 void montgomery_constants(const uint64_t* m, int count, uint64_t* r1, uint64_t* r2, uint64_t* r3) {
-  uint64_t x[kMaxFullLimbs] = {1};
+  uint64_t x[kMaxHalfLimbs] = {1};
   const int steps = 52 * count;
-  uint64_t* out[3] = {r1, r2, r3};
-  for (int k = 0; k < 3 && out[k] != nullptr; ++k) {
+  for (uint64_t* out : {r1, r2, r3}) {
     for (int i = 0; i < steps; ++i) mod_double(x, m, count);
-    for (int j = 0; j < count; ++j) out[k][j] = x[j];
+    for (int j = 0; j < count; ++j) out[j] = x[j];
   }
   explicit_bzero(x, sizeof(x));
 }
@@ -157,8 +157,6 @@ KeyStatus prepare_rsa_key(const RsaKeyParts& parts, RsaKey* out) {
   prepare_half(&k.q, nh, parts.q, parts.dq);
   to_limbs(k.qinv, nh, parts.qinv);
   to_limbs(k.n, 2 * nh, parts.n.subspan(parts.n.size() - static_cast<size_t>(k.modulus_bytes)));
-  montgomery_constants(k.n, 2 * nh, k.n_r1, k.n_r2, nullptr);
-  k.n_k0 = neg_inverse_52(k.n[0]);
   return KeyStatus::kOk;
 }
 

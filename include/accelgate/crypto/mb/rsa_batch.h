@@ -21,12 +21,19 @@ struct RsaLane {
   uint8_t* out = nullptr;
 };
 
-// FaultInjection is a test hook: flips |bit| of limb |limb| of lane |lane|'s CRT half mod p
-// after the exponentiation, as a glitch would. Pass nullptr in production.
+// RsaFaultSite says where FaultInjection strikes: the CRT half mod p or mod q after its
+// exponentiation (|bit| of |limb| flipped, as a glitch would); Garner's h left unreduced (h + p:
+// the output is then the right residue mod p and mod q but not below n); or one of p's stored
+// Montgomery constants, for the whole batch, so that the exponentiation and the fault check
+// both compute with it (k0 zeroed, or |bit| of |limb| of R^3 mod p flipped).
+enum class RsaFaultSite { kHalfP, kHalfQ, kUnreducedH, kZeroK0OfP, kR3OfP };
+
+// FaultInjection is a test hook: a fault in lane |lane| at |site|. Pass nullptr in production.
 struct FaultInjection {
   int lane = 0;
   int limb = 0;
   int bit = 0;
+  RsaFaultSite site = RsaFaultSite::kHalfP;
 };
 
 // BatchOutcome holds lane masks (bit i: lane i). A lane not in |verified| has an all-zero
@@ -34,7 +41,7 @@ struct FaultInjection {
 // caller may branch on them (whether a fault happened is not a secret).
 struct BatchOutcome {
   uint8_t in_range = 0;  // input < n
-  uint8_t verified = 0;  // out^e mod n == in, so the output is the correct result
+  uint8_t verified = 0;  // out < n and out^e = in mod p and mod q: the correct result
 };
 
 // rsa_private_batch computes |lanes| (1 to 8, all keys of one KeySize) on |backend|, which must
@@ -46,14 +53,13 @@ BatchOutcome rsa_private_batch(Backend backend, std::span<const RsaLane> lanes,
                                const FaultInjection* fault = nullptr);
 
 // Test hooks: the raw arithmetic of one back end over transposed operands (limb j of lane l at
-// index j * 8 + l). |limbs| is 20, 30, 40, 60 or 80; operands have limbs < 2^52.
+// index j * 8 + l). |limbs| is 20, 30 or 40 (the CRT halves); operands have limbs < 2^52.
 
 // amm_for_test computes r = a * b * 2^(-52 * limbs) mod m, almost reduced (r < 2m for a, b < 2m).
 void amm_for_test(Backend backend, int limbs, uint64_t* r, const uint64_t* a, const uint64_t* b,
                   const uint64_t* m, const uint64_t* k0);
 
-// ams_for_test is the dedicated squaring: r = a * a * 2^(-52 * limbs) mod m, almost reduced
-// (for 60 and 80 limbs, which only the fault check squares, it is amm_for_test(a, a)).
+// ams_for_test is the dedicated squaring: r = a * a * 2^(-52 * limbs) mod m, almost reduced.
 void ams_for_test(Backend backend, int limbs, uint64_t* r, const uint64_t* a, const uint64_t* m,
                   const uint64_t* k0);
 

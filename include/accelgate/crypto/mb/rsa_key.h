@@ -46,9 +46,6 @@ struct KeyMaterial {
   HalfKey q;
   uint64_t qinv[kMaxHalfLimbs];  // q^-1 mod p
   uint64_t n[kMaxFullLimbs];     // public modulus
-  uint64_t n_r1[kMaxFullLimbs];  // R mod n, R = 2^(52 * full limbs)
-  uint64_t n_r2[kMaxFullLimbs];  // R^2 mod n
-  uint64_t n_k0;                 // -n^-1 mod 2^52
 };
 
 }  // namespace detail

@@ -1,6 +1,7 @@
-// Fault safety (issue 5, item 3): a lane whose result is wrong (here: a bit flipped in its CRT
-// half mod p, as a glitch would) is caught by the re-encryption check, never returned, and the
-// checked API recomputes it in software and counts it.
+// Fault safety (issue 5, item 3): a lane whose result is wrong (a bit flipped in its CRT half
+// mod p or mod q, as a glitch would, or Garner's h left unreduced) is caught by the check
+// (s^e = c mod p and mod q, s < n), never returned, and the checked API recomputes it in
+// software and counts it.
 
 #include <gtest/gtest.h>
 
@@ -24,26 +25,36 @@ std::vector<Backend> backends() {
   return v;
 }
 
-// The kernel flags the faulty lane and zeroes its output; the other lanes are intact.
-TEST(MbRsaFault, KernelFlagsAndZeroesTheFaultyLane) {
+// The kernel flags the faulty lane and zeroes its output; the other lanes are intact. Each site
+// is caught: a fault in either half's result (s mod p does not depend on the half mod
+// q, Garner's s being m2 + h q, so both residues of s^e count); an unreduced h, which gives the
+// right residues, by the range check; and a broken stored constant of p, which the
+// exponentiation and the check mod p both compute with, because the recombined s^e is compared
+// with the input itself (compared with c mod p computed with the same zeroed k0, both sides
+// would collapse towards 0 and agree).
+TEST(MbRsaFault, EverySiteIsCaught) {
   const auto& keys = keys_of(2048);
   for (Backend b : backends()) {
-    SCOPED_TRACE(backend_name(b));
-    std::vector<uint8_t> in(8 * 256), out(8 * 256);
-    RsaLane lanes[8];
-    for (int l = 0; l < 8; ++l) {
-      random_input(*keys[l % 4], &in[l * 256]);
-      lanes[l] = {&keys[l % 4]->key, &in[l * 256], &out[l * 256]};
-    }
-    const FaultInjection fault{5, 7, 33};
-    const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
-    EXPECT_EQ(outcome.in_range, 0xFF);
-    EXPECT_EQ(outcome.verified, 0xFF & ~(1 << 5));
-    EXPECT_EQ(std::vector<uint8_t>(&out[5 * 256], &out[6 * 256]), std::vector<uint8_t>(256, 0));
-    for (int l = 0; l < 8; ++l) {
-      if (l == 5) continue;
-      EXPECT_EQ(private_op(keys[l % 4]->pkey, &in[l * 256]),
-                std::vector<uint8_t>(&out[l * 256], &out[(l + 1) * 256]));
+    for (RsaFaultSite site : {RsaFaultSite::kHalfP, RsaFaultSite::kHalfQ, RsaFaultSite::kUnreducedH,
+                              RsaFaultSite::kZeroK0OfP, RsaFaultSite::kR3OfP}) {
+      SCOPED_TRACE(std::string(backend_name(b)) + " site " +
+                   std::to_string(static_cast<int>(site)));
+      std::vector<uint8_t> in(8 * 256), out(8 * 256);
+      RsaLane lanes[8];
+      for (int l = 0; l < 8; ++l) {
+        random_input(*keys[l % 4], &in[l * 256]);
+        lanes[l] = {&keys[l % 4]->key, &in[l * 256], &out[l * 256]};
+      }
+      const FaultInjection fault{2, 13, 40, site};
+      const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
+      EXPECT_EQ(outcome.in_range, 0xFF);
+      EXPECT_EQ(outcome.verified, 0xFF & ~(1 << 2));
+      EXPECT_EQ(std::vector<uint8_t>(&out[2 * 256], &out[3 * 256]), std::vector<uint8_t>(256, 0));
+      for (int l = 0; l < 8; ++l) {
+        if (l == 2) continue;
+        EXPECT_EQ(private_op(keys[l % 4]->pkey, &in[l * 256]),
+                  std::vector<uint8_t>(&out[l * 256], &out[(l + 1) * 256]));
+      }
     }
   }
 }
