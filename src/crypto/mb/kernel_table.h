@@ -20,9 +20,16 @@ struct BatchJob {
   void* workspace;  // kWorkspaceBytes, 64-byte aligned, owned by the caller
 };
 
-// kWorkspaceBytes covers the largest KeySize: the 32-entry window table plus operands, in
-// vectors of 64 bytes (rsa.inc, rsa_private).
-inline constexpr size_t kWorkspaceBytes = size_t{64} * 64 * kMaxHalfLimbs;
+// rsa_workspace_bytes is what rsa_private (rsa.inc) uses for primes of |half_limbs| limbs, in
+// vectors of 64 bytes: the 16-entry window table (16 NH), c, n, s and the check's recombination
+// (2 NH each), qInv, m1, m2 and four of scratch (NH each), and both halves' operands (5 NH + 1
+// each). rsa.inc asserts that its layout fits.
+constexpr size_t rsa_workspace_bytes(int half_limbs) {
+  return size_t{64} * (41 * static_cast<size_t>(half_limbs) + 2);
+}
+
+// kWorkspaceBytes covers the largest KeySize.
+inline constexpr size_t kWorkspaceBytes = rsa_workspace_bytes(kMaxHalfLimbs);
 
 struct KernelTable {
   BatchOutcome (*rsa_private)(const BatchJob& job);

@@ -58,8 +58,9 @@ BatchOutcome rsa_private_batch(Backend backend, std::span<const RsaLane> lanes,
   const auto used = static_cast<uint8_t>((1u << lanes.size()) - 1);
   outcome.in_range &= used;
   outcome.verified &= used;
-  // The workspace and the input copies held secrets; explicit_bzero is not elided.
-  explicit_bzero(job.workspace, detail::kWorkspaceBytes);
+  // The part of the workspace this size used and the input copies held secrets; explicit_bzero
+  // is not elided.
+  explicit_bzero(job.workspace, detail::rsa_workspace_bytes(half_limbs(size)));
   explicit_bzero(inputs, sizeof(inputs));
   return outcome;
 }

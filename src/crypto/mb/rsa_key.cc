@@ -115,6 +115,13 @@ int modulus_bits(KeySize size) {
   return 0;
 }
 
+int half_limbs(KeySize size) {
+  for (const SizeClass& c : kClasses) {
+    if (c.size == size) return c.half_limbs;
+  }
+  return 0;
+}
+
 const char* key_status_text(KeyStatus status) {
   switch (status) {
     case KeyStatus::kOk:

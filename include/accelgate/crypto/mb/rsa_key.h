@@ -20,6 +20,9 @@ enum class KeySize {
 // modulus_bits is the largest n of |size|: 2048, 3072 or 4096.
 int modulus_bits(KeySize size);
 
+// half_limbs is the number of 52-bit limbs of a prime of the class (20, 30, 40).
+int half_limbs(KeySize size);
+
 inline constexpr int kLanes = 8;
 inline constexpr int kMaxHalfLimbs = 40;  // 2048 bits / 52, rounded up
 inline constexpr int kMaxFullLimbs = 80;  // 4096 bits / 52, rounded up
