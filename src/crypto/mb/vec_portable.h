@@ -12,6 +12,9 @@ namespace {
 struct VecPortable {
   uint64_t v[8];
 
+  // kGroupedSquare: montgomery.inc's square_columns_split costs fewer scalar instructions.
+  static constexpr bool kGroupedSquare = false;
+
   // Mask is a lane mask: every lane all ones or all zeros.
   struct Mask {
     uint64_t v[8];
