@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> in(8 * bytes), out_a(in.size()), out_b(in.size());
   RAND_bytes(in.data(), static_cast<int>(in.size()));
   // Room for either revision's workspace: another revision's kernels may use more than this
-  // tree's kWorkspaceBytes (2026-12-07: 160 KiB before the 4-bit window for RSA-2048, 103 KiB after).
+  // tree's kWorkspaceBytes (2026-12-07: 160 KiB before the 4-bit window for RSA-2048, 103 KiB
+  // after).
   constexpr size_t kRoom = size_t{4} * mb::detail::kWorkspaceBytes;
   void* workspace = std::aligned_alloc(64, kRoom);
   mb::detail::BatchJob job_a{}, job_b{};
