@@ -23,10 +23,19 @@ struct RsaLane {
 
 // RsaFaultSite says where FaultInjection strikes: the CRT half mod p or mod q after its
 // exponentiation (|bit| of |limb| flipped, as a glitch would); Garner's h left unreduced (h + p:
-// the output is then the right residue mod p and mod q but not below n); or one of p's stored
-// Montgomery constants, for the whole batch, so that the exponentiation and the fault check
-// both compute with it (k0 zeroed, or |bit| of |limb| of R^3 mod p flipped).
-enum class RsaFaultSite { kHalfP, kHalfQ, kUnreducedH, kZeroK0OfP, kR3OfP };
+// the output is then the right residue mod p and mod q but not below n); or a stored constant,
+// for the whole batch, so that the signing and the fault check both compute with it (p's k0
+// zeroed, |bit| of |limb| of R^3 mod p, R^2 mod p or p itself flipped, qInv zeroed).
+enum class RsaFaultSite {
+  kHalfP,
+  kHalfQ,
+  kUnreducedH,
+  kZeroK0OfP,
+  kR3OfP,
+  kR2OfP,
+  kModulusP,
+  kZeroQinv,
+};
 
 // FaultInjection is a test hook: a fault in lane |lane| at |site|. Pass nullptr in production.
 struct FaultInjection {
@@ -41,7 +50,7 @@ struct FaultInjection {
 // caller may branch on them (whether a fault happened is not a secret).
 struct BatchOutcome {
   uint8_t in_range = 0;  // input < n
-  uint8_t verified = 0;  // out < n and out^e = in mod p and mod q: the correct result
+  uint8_t verified = 0;  // out < n, out^e = in mod n by the CRT, q qInv = 1 mod p: correct
 };
 
 // rsa_private_batch computes |lanes| (1 to 8, all keys of one KeySize) on |backend|, which must

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "accelgate/crypto/mb/cpu.h"
@@ -26,34 +27,53 @@ std::vector<Backend> backends() {
 }
 
 // The kernel flags the faulty lane and zeroes its output; the other lanes are intact. Each site
-// is caught: a fault in either half's result (s mod p does not depend on the half mod
-// q, Garner's s being m2 + h q, so both residues of s^e count); an unreduced h, which gives the
-// right residues, by the range check; and a broken stored constant of p, which the
-// exponentiation and the check mod p both compute with, because the recombined s^e is compared
-// with the input itself (compared with c mod p computed with the same zeroed k0, both sides
-// would collapse towards 0 and agree).
+// is caught, with random inputs and with inputs below q (there the check's recombination leans
+// on the arithmetic mod p alone: x = (s^e mod q) + h q equals c only if h is 0):
+// - a fault in either half's result (s mod p does not depend on the half mod q, Garner's s
+//   being m2 + h q, so both residues of s^e count);
+// - an unreduced h, which gives the right residues, by the range check;
+// - a broken stored constant of p (k0 zeroed, a bit of R^3 or R^2 flipped), which the signing
+//   and the check both compute with, because the recombined s^e is compared with the input
+//   itself (compared with c mod p computed with the same zeroed k0, both sides would collapse
+//   towards 0 and agree);
+// - qInv zeroed, which makes Garner's h vanish in the signing and in the check alike (for c < q
+//   the check would pass an s that is right mod q only), and a bit of p flipped, both by the
+//   check q qInv = 1 mod p.
+// The portable back end runs RSA-2048 only (its RSA-4096 batch takes about a second).
 TEST(MbRsaFault, EverySiteIsCaught) {
-  const auto& keys = keys_of(2048);
+  const RsaFaultSite sites[] = {RsaFaultSite::kHalfP,      RsaFaultSite::kHalfQ,
+                                RsaFaultSite::kUnreducedH, RsaFaultSite::kZeroK0OfP,
+                                RsaFaultSite::kR3OfP,      RsaFaultSite::kR2OfP,
+                                RsaFaultSite::kModulusP,   RsaFaultSite::kZeroQinv};
   for (Backend b : backends()) {
-    for (RsaFaultSite site : {RsaFaultSite::kHalfP, RsaFaultSite::kHalfQ, RsaFaultSite::kUnreducedH,
-                              RsaFaultSite::kZeroK0OfP, RsaFaultSite::kR3OfP}) {
-      SCOPED_TRACE(std::string(backend_name(b)) + " site " +
-                   std::to_string(static_cast<int>(site)));
-      std::vector<uint8_t> in(8 * 256), out(8 * 256);
-      RsaLane lanes[8];
-      for (int l = 0; l < 8; ++l) {
-        random_input(*keys[l % 4], &in[l * 256]);
-        lanes[l] = {&keys[l % 4]->key, &in[l * 256], &out[l * 256]};
-      }
-      const FaultInjection fault{2, 13, 40, site};
-      const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
-      EXPECT_EQ(outcome.in_range, 0xFF);
-      EXPECT_EQ(outcome.verified, 0xFF & ~(1 << 2));
-      EXPECT_EQ(std::vector<uint8_t>(&out[2 * 256], &out[3 * 256]), std::vector<uint8_t>(256, 0));
-      for (int l = 0; l < 8; ++l) {
-        if (l == 2) continue;
-        EXPECT_EQ(private_op(keys[l % 4]->pkey, &in[l * 256]),
-                  std::vector<uint8_t>(&out[l * 256], &out[(l + 1) * 256]));
+    for (int bits : {2048, 3072, 4096}) {
+      if (b == Backend::kPortable && bits != 2048) continue;
+      const auto& keys = keys_of(bits);
+      const auto bytes = static_cast<size_t>(keys[0]->bytes);
+      for (bool small : {false, true}) {
+        for (RsaFaultSite site : sites) {
+          SCOPED_TRACE(std::string(backend_name(b)) + " RSA-" + std::to_string(bits) + " site " +
+                       std::to_string(static_cast<int>(site)) + (small ? " c < q" : " c random"));
+          std::vector<uint8_t> in(8 * bytes), out(8 * bytes);
+          RsaLane lanes[8];
+          for (size_t l = 0; l < 8; ++l) {
+            random_input(*keys[l % 4], &in[l * bytes]);
+            // Below q: the top three quarters of the bytes zeroed (q has half of n's bits).
+            if (small) std::fill_n(&in[l * bytes], 3 * bytes / 4, 0);
+            lanes[l] = {&keys[l % 4]->key, &in[l * bytes], &out[l * bytes]};
+          }
+          const FaultInjection fault{2, 13, 40, site};
+          const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
+          EXPECT_EQ(outcome.in_range, 0xFF);
+          EXPECT_EQ(outcome.verified, 0xFF & ~(1 << 2));
+          EXPECT_EQ(std::vector<uint8_t>(&out[2 * bytes], &out[3 * bytes]),
+                    std::vector<uint8_t>(bytes, 0));
+          for (size_t l = 0; l < 8; ++l) {
+            if (l == 2) continue;
+            EXPECT_EQ(private_op(keys[l % 4]->pkey, &in[l * bytes]),
+                      std::vector<uint8_t>(&out[l * bytes], &out[(l + 1) * bytes]));
+          }
+        }
       }
     }
   }
