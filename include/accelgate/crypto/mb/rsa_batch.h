@@ -50,7 +50,7 @@ struct FaultInjection {
 // caller may branch on them (whether a fault happened is not a secret).
 struct BatchOutcome {
   uint8_t in_range = 0;  // input < n
-  uint8_t verified = 0;  // out < n, out^e = in mod n by the CRT, q qInv = 1 mod p: correct
+  uint8_t verified = 0;  // out^e = in mod n by the CRT, out < n, the constants hold: correct
 };
 
 // rsa_private_batch computes |lanes| (1 to 8, all keys of one KeySize) on |backend|, which must

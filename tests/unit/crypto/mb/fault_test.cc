@@ -4,6 +4,8 @@
 // software and counts it.
 
 #include <gtest/gtest.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
 
 #include <algorithm>
 #include <cstring>
@@ -77,6 +79,92 @@ TEST(MbRsaFault, EverySiteIsCaught) {
       }
     }
   }
+}
+
+// unbalanced_key builds an RSA key in the 2048 class whose p (the prime qInv is taken modulo)
+// has p_bits and q 1024 bits, as an EVP_PKEY and, through prepare_rsa_key, as |key|.
+// prepare_rsa_key checks only upper lengths and accepts it; import_rsa_key would refuse it (it
+// writes each factor in half of n's bytes).
+EVP_PKEY* unbalanced_key(int p_bits, RsaKey* key) {
+  BN_CTX* bn = BN_CTX_new();
+  BIGNUM *p = BN_new(), *q = BN_new(), *n = BN_new(), *e = BN_new(), *d = BN_new();
+  BIGNUM *p1 = BN_new(), *q1 = BN_new(), *phi = BN_new(), *dp = BN_new(), *dq = BN_new();
+  BIGNUM* qinv = BN_new();
+  BN_set_word(e, 65537);
+  EVP_PKEY* pkey = nullptr;
+  OSSL_PARAM_BLD* bld = OSSL_PARAM_BLD_new();
+  if (BN_generate_prime_ex(p, p_bits, 0, nullptr, nullptr, nullptr) == 1 &&
+      BN_generate_prime_ex(q, 1024, 0, nullptr, nullptr, nullptr) == 1 &&
+      BN_mul(n, p, q, bn) == 1 && BN_sub(p1, p, BN_value_one()) == 1 &&
+      BN_sub(q1, q, BN_value_one()) == 1 && BN_mul(phi, p1, q1, bn) == 1 &&
+      BN_mod_inverse(d, e, phi, bn) != nullptr && BN_mod(dp, d, p1, bn) == 1 &&
+      BN_mod(dq, d, q1, bn) == 1 && BN_mod_inverse(qinv, q, p, bn) != nullptr &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) == 1 &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) == 1 &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_D, d) == 1 &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_FACTOR1, p) == 1 &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_FACTOR2, q) == 1 &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_EXPONENT1, dp) == 1 &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_EXPONENT2, dq) == 1 &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_COEFFICIENT1, qinv) == 1) {
+    auto bytes = [](const BIGNUM* x) {
+      std::vector<uint8_t> v(static_cast<size_t>(BN_num_bytes(x)));
+      BN_bn2bin(x, v.data());
+      return v;
+    };
+    const std::vector<uint8_t> nb = bytes(n), eb = bytes(e), pb = bytes(p), qb = bytes(q),
+                               dpb = bytes(dp), dqb = bytes(dq), qinvb = bytes(qinv);
+    OSSL_PARAM* params = OSSL_PARAM_BLD_to_param(bld);
+    EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr);
+    if (prepare_rsa_key({nb, eb, pb, qb, dpb, dqb, qinvb}, key) == KeyStatus::kOk &&
+        params != nullptr && ctx != nullptr && EVP_PKEY_fromdata_init(ctx) == 1) {
+      EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params);
+    }
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+  }
+  OSSL_PARAM_BLD_free(bld);
+  for (BIGNUM* x : {p, q, n, e, d, p1, q1, phi, dp, dq, qinv}) BN_clear_free(x);
+  BN_CTX_free(bn);
+  return pkey;
+}
+
+// With p of at most 26 * 20 = 520 bits, p^2 <= R = 2^1040. A zeroed k0 of p makes amm return
+// ceil(a b / R): every product mod p collapses to a constant, q qInv mod p included (it comes
+// out as 1), and the check's recombination becomes (c mod q) + h' q with h' 1 or 2, the same h as
+// the signing's, so for c in [q, 2q) a wrong s (right mod q only) passed until k0_holds (found
+// by review, reproduced in an exact-integer model). The inputs, 2^1024 and 3 * 2^1023, lie in
+// [q, 2q) (2^1024 always, q having 1024 bits). Such
+// a key reaches the kernels only through prepare_rsa_key, not through import_rsa_key.
+TEST(MbRsaFault, ZeroK0OfASmallPIsCaught) {
+  RsaKey key;
+  EVP_PKEY* pkey = unbalanced_key(515, &key);
+  ASSERT_NE(pkey, nullptr);
+  const auto bytes = static_cast<size_t>(key.modulus_bytes());
+  for (Backend b : backends()) {
+    for (bool three_halves : {false, true}) {
+      SCOPED_TRACE(std::string(backend_name(b)) +
+                   (three_halves ? " c = 3 * 2^1023" : " c = 2^1024"));
+      std::vector<uint8_t> in(8 * bytes), out(8 * bytes);
+      RsaLane lanes[8];
+      for (size_t l = 0; l < 8; ++l) {
+        // Byte bytes - 1 - k holds bits 8k..8k+7: bit 1024 is in byte bytes - 129.
+        in[l * bytes + bytes - 129] = 1;
+        if (three_halves) in[l * bytes + bytes - 128] = 0x80;
+        lanes[l] = {&key, &in[l * bytes], &out[l * bytes]};
+      }
+      const FaultInjection fault{2, 0, 0, RsaFaultSite::kZeroK0OfP};
+      const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
+      EXPECT_EQ(outcome.in_range, 0xFF);
+      EXPECT_EQ(outcome.verified, 0xFF & ~(1 << 2));
+      for (size_t l = 0; l < 8; ++l) {
+        if (l == 2) continue;
+        EXPECT_EQ(private_op(pkey, &in[l * bytes]),
+                  std::vector<uint8_t>(&out[l * bytes], &out[(l + 1) * bytes]));
+      }
+    }
+  }
+  EVP_PKEY_free(pkey);
 }
 
 // The checked API recomputes the faulty lane with OpenSSL: every output is right, the lane is
