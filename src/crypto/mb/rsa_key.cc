@@ -106,20 +106,23 @@ void prepare_half(detail::HalfKey* half, int limbs, std::span<const uint8_t> pri
   half->k0 = neg_inverse_52(half->m[0]);
 }
 
+const SizeClass* size_class(KeySize size) {
+  for (const SizeClass& c : kClasses) {
+    if (c.size == size) return &c;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 int modulus_bits(KeySize size) {
-  for (const SizeClass& c : kClasses) {
-    if (c.size == size) return c.modulus_bits;
-  }
-  return 0;
+  const SizeClass* c = size_class(size);
+  return c != nullptr ? c->modulus_bits : 0;
 }
 
 int half_limbs(KeySize size) {
-  for (const SizeClass& c : kClasses) {
-    if (c.size == size) return c.half_limbs;
-  }
-  return 0;
+  const SizeClass* c = size_class(size);
+  return c != nullptr ? c->half_limbs : 0;
 }
 
 const char* key_status_text(KeyStatus status) {

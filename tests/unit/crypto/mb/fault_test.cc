@@ -1,7 +1,7 @@
 // Fault safety (issue 5, item 3): a lane whose result is wrong (a bit flipped in its CRT half
-// mod p or mod q, as a glitch would, or Garner's h left unreduced) is caught by the check
-// (s^e = c mod p and mod q, s < n), never returned, and the checked API recomputes it in
-// software and counts it.
+// mod p or mod q, as a glitch would, Garner's h left unreduced, a broken stored constant) is
+// caught by the check (s^e = c by the CRT, s < n, q qInv = 1 mod p, both k0), never returned,
+// and the checked API recomputes it in software and counts it.
 
 #include <gtest/gtest.h>
 #include <openssl/core_names.h>
@@ -21,6 +21,28 @@ using testing::keys_of;
 using testing::private_op;
 using testing::random_input;
 using testing::TestKey;
+
+// expect_only_faulty_lane_flagged runs one batch with |fault| in lane kFaultLane and checks that
+// the kernel flags that lane and zeroes its output, and that every other lane is right (OpenSSL's
+// private operation with the lane's key, pkeys[l]).
+constexpr size_t kFaultLane = 2;
+
+void expect_only_faulty_lane_flagged(Backend b, const RsaLane (&lanes)[8],
+                                     EVP_PKEY* const (&pkeys)[8], size_t bytes, RsaFaultSite site,
+                                     int limb, int bit) {
+  const FaultInjection fault{static_cast<int>(kFaultLane), limb, bit, site};
+  const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
+  EXPECT_EQ(outcome.in_range, 0xFF);
+  EXPECT_EQ(outcome.verified, 0xFF & ~(1 << kFaultLane));
+  EXPECT_EQ(std::vector<uint8_t>(lanes[kFaultLane].out, lanes[kFaultLane].out + bytes),
+            std::vector<uint8_t>(bytes, 0));
+  for (size_t l = 0; l < 8; ++l) {
+    if (l == kFaultLane) continue;
+    EXPECT_EQ(private_op(pkeys[l], lanes[l].in),
+              std::vector<uint8_t>(lanes[l].out, lanes[l].out + bytes))
+        << "lane " << l;
+  }
+}
 
 std::vector<Backend> backends() {
   std::vector<Backend> v{Backend::kPortable};
@@ -58,23 +80,15 @@ TEST(MbRsaFault, EverySiteIsCaught) {
                        std::to_string(static_cast<int>(site)) + (small ? " c < q" : " c random"));
           std::vector<uint8_t> in(8 * bytes), out(8 * bytes);
           RsaLane lanes[8];
+          EVP_PKEY* pkeys[8];
           for (size_t l = 0; l < 8; ++l) {
             random_input(*keys[l % 4], &in[l * bytes]);
             // Below q: the top three quarters of the bytes zeroed (q has half of n's bits).
             if (small) std::fill_n(&in[l * bytes], 3 * bytes / 4, 0);
             lanes[l] = {&keys[l % 4]->key, &in[l * bytes], &out[l * bytes]};
+            pkeys[l] = keys[l % 4]->pkey;
           }
-          const FaultInjection fault{2, 13, 40, site};
-          const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
-          EXPECT_EQ(outcome.in_range, 0xFF);
-          EXPECT_EQ(outcome.verified, 0xFF & ~(1 << 2));
-          EXPECT_EQ(std::vector<uint8_t>(&out[2 * bytes], &out[3 * bytes]),
-                    std::vector<uint8_t>(bytes, 0));
-          for (size_t l = 0; l < 8; ++l) {
-            if (l == 2) continue;
-            EXPECT_EQ(private_op(keys[l % 4]->pkey, &in[l * bytes]),
-                      std::vector<uint8_t>(&out[l * bytes], &out[(l + 1) * bytes]));
-          }
+          expect_only_faulty_lane_flagged(b, lanes, pkeys, bytes, site, 13, 40);
         }
       }
     }
@@ -134,8 +148,8 @@ EVP_PKEY* unbalanced_key(int p_bits, RsaKey* key) {
 // out as 1), and the check's recombination becomes (c mod q) + h' q with h' 1 or 2, the same h as
 // the signing's, so for c in [q, 2q) a wrong s (right mod q only) passed until k0_holds (found
 // by review, reproduced in an exact-integer model). The inputs, 2^1024 and 3 * 2^1023, lie in
-// [q, 2q) (2^1024 always, q having 1024 bits). Such
-// a key reaches the kernels only through prepare_rsa_key, not through import_rsa_key.
+// [q, 2q) (2^1024 always, q having 1024 bits). Such a key reaches the kernels only through
+// prepare_rsa_key, not through import_rsa_key.
 TEST(MbRsaFault, ZeroK0OfASmallPIsCaught) {
   RsaKey key;
   EVP_PKEY* pkey = unbalanced_key(515, &key);
@@ -147,21 +161,15 @@ TEST(MbRsaFault, ZeroK0OfASmallPIsCaught) {
                    (three_halves ? " c = 3 * 2^1023" : " c = 2^1024"));
       std::vector<uint8_t> in(8 * bytes), out(8 * bytes);
       RsaLane lanes[8];
+      EVP_PKEY* pkeys[8];
       for (size_t l = 0; l < 8; ++l) {
         // Byte bytes - 1 - k holds bits 8k..8k+7: bit 1024 is in byte bytes - 129.
         in[l * bytes + bytes - 129] = 1;
         if (three_halves) in[l * bytes + bytes - 128] = 0x80;
         lanes[l] = {&key, &in[l * bytes], &out[l * bytes]};
+        pkeys[l] = pkey;
       }
-      const FaultInjection fault{2, 0, 0, RsaFaultSite::kZeroK0OfP};
-      const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
-      EXPECT_EQ(outcome.in_range, 0xFF);
-      EXPECT_EQ(outcome.verified, 0xFF & ~(1 << 2));
-      for (size_t l = 0; l < 8; ++l) {
-        if (l == 2) continue;
-        EXPECT_EQ(private_op(pkey, &in[l * bytes]),
-                  std::vector<uint8_t>(&out[l * bytes], &out[(l + 1) * bytes]));
-      }
+      expect_only_faulty_lane_flagged(b, lanes, pkeys, bytes, RsaFaultSite::kZeroK0OfP, 0, 0);
     }
   }
   EVP_PKEY_free(pkey);
