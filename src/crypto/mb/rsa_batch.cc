@@ -34,7 +34,7 @@ BatchOutcome rsa_private_batch(Backend backend, std::span<const RsaLane> lanes,
   if (lanes.empty() || lanes.size() > static_cast<size_t>(kLanes)) return {};
   const KeySize size = lanes[0].key->size();
   for (const RsaLane& lane : lanes) {
-    if (lane.key->size() != size) return {};
+    if (lane.key->size() != size || !modulus_bytes_fit(size, lane.key->modulus_bytes())) return {};
   }
   // Unused lanes repeat lane 0's key and input and write to a scratch output.
   uint8_t discard[kLanes][512];

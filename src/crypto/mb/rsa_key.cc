@@ -125,6 +125,16 @@ int half_limbs(KeySize size) {
   return c != nullptr ? c->half_limbs : 0;
 }
 
+bool modulus_bytes_fit(KeySize size, int bytes) {
+  // The classes are in increasing order; the smallest holds moduli of 1537 bits and more.
+  int below = 1536;
+  for (const SizeClass& c : kClasses) {
+    if (c.size == size) return bytes > below / 8 && bytes <= c.modulus_bits / 8;
+    below = c.modulus_bits;
+  }
+  return false;
+}
+
 const char* key_status_text(KeyStatus status) {
   switch (status) {
     case KeyStatus::kOk:

@@ -23,6 +23,11 @@ int modulus_bits(KeySize size);
 // half_limbs is the number of 52-bit limbs of a prime of the class (20, 30, 40).
 int half_limbs(KeySize size);
 
+// modulus_bytes_fit says whether |bytes| is a length of n that |size| holds (193..256, 257..384,
+// 385..512 bytes): false for a key whose stored size or length has been corrupted, which the
+// batch functions then refuse instead of reading or writing that many bytes.
+bool modulus_bytes_fit(KeySize size, int bytes);
+
 inline constexpr int kLanes = 8;
 inline constexpr int kMaxHalfLimbs = 40;  // 2048 bits / 52, rounded up
 inline constexpr int kMaxFullLimbs = 80;  // 4096 bits / 52, rounded up

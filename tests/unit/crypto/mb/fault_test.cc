@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "accelgate/crypto/mb/cpu.h"
 #include "accelgate/crypto/mb/rsa_batch.h"
@@ -221,6 +222,82 @@ TEST(MbRsaFault, CleanBatchRecomputesNothing) {
   EXPECT_EQ(outcome.ok, 0xFF);
   EXPECT_EQ(outcome.recomputed, 0);
   EXPECT_EQ(software_recompute_count(), before);
+}
+
+// A key whose stored size or length no longer fits (its KeyMaterial corrupted in memory) is
+// refused before any buffer is touched: the kernel batch runs nothing and writes nothing, and the
+// checked API fails that lane, leaves its buffers alone and recomputes the others in software.
+// Without the check the input copies and bytes_to_limbs read and wrote that many bytes (caught
+// by ASan as a stack-buffer-overflow). RsaKey is standard-layout with the material as its only
+// member, which is how the test reaches it.
+TEST(MbRsaFault, KeyWithACorruptedLengthOrSizeIsRefused) {
+  static_assert(std::is_standard_layout_v<RsaKey>);
+  const auto& keys = keys_of(2048);
+  const int bytes = keys[0]->bytes;
+  struct Corruption {
+    size_t lane;
+    int modulus_bytes;
+    int size;
+  };
+  const int good_size = static_cast<int>(keys[0]->key.size());
+  for (const Corruption& c :
+       {Corruption{3, 0, good_size}, Corruption{3, -1, good_size}, Corruption{3, 192, good_size},
+        Corruption{3, 257, good_size}, Corruption{3, 100000, good_size}, Corruption{0, bytes, 7},
+        Corruption{0, 100000, 2}}) {
+    SCOPED_TRACE("lane " + std::to_string(c.lane) + " modulus_bytes " +
+                 std::to_string(c.modulus_bytes) + " size " + std::to_string(c.size));
+    RsaKey corrupt = keys[c.lane % 4]->key;
+    auto* material = reinterpret_cast<detail::KeyMaterial*>(&corrupt);
+    material->modulus_bytes = c.modulus_bytes;
+    material->size = static_cast<KeySize>(c.size);
+    std::vector<uint8_t> in(8 * static_cast<size_t>(bytes)), out(in.size(), 0xA5);
+    RsaLane raw[8];
+    CheckedLane checked[8];
+    for (size_t l = 0; l < 8; ++l) {
+      const TestKey& k = *keys[l % 4];
+      random_input(k, &in[l * bytes]);
+      const RsaKey* key = l == c.lane ? &corrupt : &k.key;
+      raw[l] = {key, &in[l * bytes], &out[l * bytes]};
+      checked[l] = {key, k.pkey, &in[l * bytes], &out[l * bytes]};
+    }
+    for (Backend b : backends()) {
+      const BatchOutcome outcome = rsa_private_batch(b, raw);
+      EXPECT_EQ(outcome.in_range, 0);
+      EXPECT_EQ(outcome.verified, 0);
+      EXPECT_EQ(out, std::vector<uint8_t>(out.size(), 0xA5));
+    }
+    const uint64_t before = software_recompute_count();
+    const CheckedOutcome outcome = rsa_private_checked(best_backend(), checked);
+    const auto bad = static_cast<uint8_t>(1u << c.lane);
+    EXPECT_EQ(outcome.failed, bad);
+    EXPECT_EQ(outcome.ok, 0);
+    EXPECT_EQ(outcome.recomputed, 0xFF & ~bad);
+    EXPECT_EQ(software_recompute_count(), before);
+    for (size_t l = 0; l < 8; ++l) {
+      const std::vector<uint8_t> got(&out[l * bytes], &out[(l + 1) * bytes]);
+      if (l == c.lane) {
+        EXPECT_EQ(got, std::vector<uint8_t>(bytes, 0xA5)) << "the corrupted lane's output";
+      } else {
+        EXPECT_EQ(private_op(keys[l % 4]->pkey, &in[l * bytes]), got) << "lane " << l;
+      }
+    }
+  }
+}
+
+// modulus_bytes_fit: the lengths each class holds, nothing else.
+TEST(MbRsaKey, ModulusBytesFitTheirClassOnly) {
+  const struct {
+    KeySize size;
+    int lo, hi;
+  } classes[] = {
+      {KeySize::kRsa2048, 193, 256}, {KeySize::kRsa3072, 257, 384}, {KeySize::kRsa4096, 385, 512}};
+  for (const auto& c : classes) {
+    EXPECT_FALSE(modulus_bytes_fit(c.size, c.lo - 1));
+    EXPECT_TRUE(modulus_bytes_fit(c.size, c.lo));
+    EXPECT_TRUE(modulus_bytes_fit(c.size, c.hi));
+    EXPECT_FALSE(modulus_bytes_fit(c.size, c.hi + 1));
+  }
+  EXPECT_FALSE(modulus_bytes_fit(static_cast<KeySize>(7), 256));
 }
 
 }  // namespace
