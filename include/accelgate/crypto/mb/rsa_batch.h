@@ -41,7 +41,7 @@ enum class RsaFaultSite {
 struct FaultInjection {
   int lane = 0;
   int limb = 0;
-  int bit = 0;
+  int bit = 0;  // 0-63: bits 52-63 are a limb's spare top bits, which the arithmetic never sets
   RsaFaultSite site = RsaFaultSite::kHalfP;
 };
 

@@ -8,6 +8,7 @@
 #include <openssl/param_build.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <type_traits>
 
@@ -94,6 +95,60 @@ TEST(MbRsaFault, EverySiteIsCaught) {
       }
     }
   }
+}
+
+// A flip in a limb's spare top bits (52-63) of a half's result or of a stored constant of p.
+// The multiply-adds read only an operand's low 52 bits, so some such flips change nothing (R^3,
+// R^2 and p reach the arithmetic only as multiply-add operands) and others change the result
+// (a half's result also enters additions); either way no wrong result may pass: the faulty lane
+// is verified with the right output, or flagged with a zeroed one. The test also requires that
+// both kinds occur, so that it cannot pass by never injecting anything.
+TEST(MbRsaFault, SpareTopBitFlipsNeverPassAWrongResult) {
+  const RsaFaultSite sites[] = {RsaFaultSite::kHalfP, RsaFaultSite::kHalfQ, RsaFaultSite::kR3OfP,
+                                RsaFaultSite::kR2OfP, RsaFaultSite::kModulusP};
+  int caught = 0;
+  int harmless = 0;
+  for (Backend b : backends()) {
+    for (int bits : {2048, 3072, 4096}) {
+      if (b == Backend::kPortable && bits != 2048) continue;
+      const auto& keys = keys_of(bits);
+      const auto bytes = static_cast<size_t>(keys[0]->bytes);
+      const int top_limb = half_limbs(keys[0]->key.size()) - 1;
+      for (RsaFaultSite site : sites) {
+        for (int limb : {0, top_limb}) {
+          for (int bit : {52, 63}) {
+            SCOPED_TRACE(std::string(backend_name(b)) + " RSA-" + std::to_string(bits) + " site " +
+                         std::to_string(static_cast<int>(site)) + " limb " + std::to_string(limb) +
+                         " bit " + std::to_string(bit));
+            std::vector<uint8_t> in(8 * bytes), out(8 * bytes);
+            RsaLane lanes[8];
+            for (size_t l = 0; l < 8; ++l) {
+              random_input(*keys[l % 4], &in[l * bytes]);
+              lanes[l] = {&keys[l % 4]->key, &in[l * bytes], &out[l * bytes]};
+            }
+            const FaultInjection fault{static_cast<int>(kFaultLane), limb, bit, site};
+            const BatchOutcome outcome = rsa_private_batch(b, lanes, &fault);
+            EXPECT_EQ(outcome.in_range, 0xFF);
+            EXPECT_EQ(outcome.verified | (1 << kFaultLane), 0xFF);
+            for (size_t l = 0; l < 8; ++l) {
+              const std::vector<uint8_t> got(&out[l * bytes], &out[(l + 1) * bytes]);
+              const std::vector<uint8_t> want = private_op(keys[l % 4]->pkey, &in[l * bytes]);
+              if (l == kFaultLane && (outcome.verified & (1 << kFaultLane)) == 0) {
+                EXPECT_EQ(got, std::vector<uint8_t>(bytes, 0)) << "flagged lane not zeroed";
+                ++caught;
+              } else {
+                EXPECT_EQ(got, want) << "lane " << l;
+                if (l == kFaultLane) ++harmless;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::printf("spare-bit flips: %d caught, %d without effect\n", caught, harmless);
+  EXPECT_GT(caught, 0);
+  EXPECT_GT(harmless, 0);
 }
 
 // unbalanced_key builds an RSA key in the 2048 class whose p (the prime qInv is taken modulo)
