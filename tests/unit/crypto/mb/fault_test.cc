@@ -98,11 +98,11 @@ TEST(MbRsaFault, EverySiteIsCaught) {
 }
 
 // A flip in a limb's spare top bits (52-63) of a half's result or of a stored constant of p.
-// The multiply-adds read only an operand's low 52 bits, so some such flips change nothing (R^3,
-// R^2 and p reach the arithmetic only as multiply-add operands) and others change the result
-// (a half's result also enters additions); either way no wrong result may pass: the faulty lane
-// is verified with the right output, or flagged with a zeroed one. The test also requires that
-// both kinds occur, so that it cannot pass by never injecting anything.
+// The multiply-adds read only an operand's low 52 bits, so some such flips change nothing (R^3
+// and R^2 reach the arithmetic only as multiply-add operands) and others change the result (p
+// and the halves' results also enter additions and comparisons); either way no wrong result may
+// pass: the faulty lane is verified with the right output, or flagged with a zeroed one. The
+// test also requires that both kinds occur, so that it cannot pass by never injecting anything.
 TEST(MbRsaFault, SpareTopBitFlipsNeverPassAWrongResult) {
   const RsaFaultSite sites[] = {RsaFaultSite::kHalfP, RsaFaultSite::kHalfQ, RsaFaultSite::kR3OfP,
                                 RsaFaultSite::kR2OfP, RsaFaultSite::kModulusP};
