@@ -101,21 +101,26 @@ CheckedOutcome rsa_private_checked(Backend backend, std::span<const CheckedLane>
   for (size_t l = 0; l < lanes.size(); ++l) {
     mb_lanes[l] = RsaLane{lanes[l].key, lanes[l].in, lanes[l].out};
   }
-  // A lane whose key's stored length does not fit its size class (corrupted in memory) fails:
-  // its buffers' length is unknown, so nothing is read from or written to them.
+  // A lane whose key's stored length does not fit its size class or differs from its EVP_PKEY's
+  // (a key corrupted in memory) fails: its buffers' length is unknown, so nothing is read from
+  // or written to them, and the other lanes go to software.
   uint8_t sound = 0;
   for (size_t l = 0; l < lanes.size(); ++l) {
     const RsaKey& key = *lanes[l].key;
-    if (modulus_bytes_fit(key.size(), key.modulus_bytes())) sound |= static_cast<uint8_t>(1u << l);
+    if (modulus_bytes_fit(key.size(), key.modulus_bytes()) &&
+        key.modulus_bytes() == EVP_PKEY_get_size(lanes[l].pkey)) {
+      sound |= static_cast<uint8_t>(1u << l);
+    }
   }
+  const auto all = static_cast<uint8_t>((1u << lanes.size()) - 1);
   // Keep the inputs: a lane recomputed in software needs them, and out may alias in.
   uint8_t inputs[kLanes][512];
   for (size_t l = 0; l < lanes.size(); ++l) {
     if ((sound & (1u << l)) == 0) continue;
     std::memcpy(inputs[l], lanes[l].in, static_cast<size_t>(lanes[l].key->modulus_bytes()));
   }
-  // rsa_private_batch refuses a batch with an unsound lane: the sound ones go to software.
-  const BatchOutcome batch = rsa_private_batch(backend, {mb_lanes, lanes.size()}, fault);
+  const BatchOutcome batch =
+      sound == all ? rsa_private_batch(backend, {mb_lanes, lanes.size()}, fault) : BatchOutcome{};
   for (size_t l = 0; l < lanes.size(); ++l) {
     const auto bit = static_cast<uint8_t>(1u << l);
     if ((batch.verified & bit) != 0) {
