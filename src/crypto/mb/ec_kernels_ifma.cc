@@ -1,5 +1,5 @@
 // ec_kernels_ifma.cc: the EC kernels over VecIfma, with kernels_ifma.cc's arrangement: every
-// function between the push_options and pop_options pragmas carries the AVX-512 target
+// function between ifma_target_begin.h and ifma_target_end.h carries the AVX-512 target
 // attribute and is internal to this file; standard headers come first. The exported table is
 // plain data, read only after detect_ifma() said yes.
 
@@ -12,27 +12,8 @@
 #include "ec_curves.h"
 #include "ec_kernel_table.h"
 
-// clang (clang-tidy reads this file too) has no push_options; its equivalent is an attribute
-// pushed onto every function.
-#ifdef __clang__
-#pragma clang attribute push(__attribute__((target("avx512f,avx512vl,avx512bw,avx512ifma"))), \
-                             apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512ifma")
-#endif
-// GCC 12's _mm512_undefined_epi32 (behind the shift intrinsics) trips -Wuninitialized when
-// inlined (GCC bug 105593); the value is never used.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#ifdef __clang__
-// clang (the fuzz build compiles this library) treats the unroll pragmas as hints and warns
-// where it declines one; GCC's unrolling is what the kernels are tuned for.
-#pragma clang diagnostic ignored "-Wpass-failed"
-#else
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
+// Every function from here to ifma_target_end.h is compiled for AVX-512 IFMA.
+#include "ifma_target_begin.h"
 #include "vec_ifma.h"
 
 namespace {
@@ -55,12 +36,7 @@ constexpr accelgate::crypto::mb::detail::EcKernelTable kEcIfmaTable{
 
 }  // namespace
 
-#pragma GCC diagnostic pop
-#ifdef __clang__
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "ifma_target_end.h"
 
 namespace accelgate::crypto::mb::detail {
 
