@@ -106,6 +106,14 @@ void prepare_half(detail::HalfKey* half, int limbs, std::span<const uint8_t> pri
   half->k0 = neg_inverse_52(half->m[0]);
 }
 
+// class_of_modulus is the smallest class that holds an n of |n_bits| (1537..4096), or nullptr.
+const SizeClass* class_of_modulus(int64_t n_bits) {
+  for (const SizeClass& c : kClasses) {
+    if (n_bits > 1536 && n_bits <= c.modulus_bits) return &c;
+  }
+  return nullptr;
+}
+
 const SizeClass* size_class(KeySize size) {
   for (const SizeClass& c : kClasses) {
     if (c.size == size) return &c;
@@ -126,13 +134,10 @@ int half_limbs(KeySize size) {
 }
 
 bool modulus_bytes_fit(KeySize size, int bytes) {
-  // The classes are in increasing order; the smallest holds moduli of 1537 bits and more.
-  int below = 1536;
-  for (const SizeClass& c : kClasses) {
-    if (c.size == size) return bytes > below / 8 && bytes <= c.modulus_bits / 8;
-    below = c.modulus_bits;
-  }
-  return false;
+  // The class bounds are whole bytes, so every n of |bytes| bytes (8 bytes - 7 to 8 bytes bits)
+  // is in the class of an n of 8 bytes bits.
+  const SizeClass* c = class_of_modulus(int64_t{8} * bytes);
+  return c != nullptr && c->size == size;
 }
 
 const char* key_status_text(KeyStatus status) {
@@ -153,10 +158,7 @@ RsaKey::~RsaKey() { explicit_bzero(&material_, sizeof(material_)); }
 
 KeyStatus prepare_rsa_key(const RsaKeyParts& parts, RsaKey* out) {
   const int n_bits = public_bit_length(parts.n);
-  const SizeClass* cls = nullptr;
-  for (const SizeClass& c : kClasses) {
-    if (cls == nullptr && n_bits > 1536 && n_bits <= c.modulus_bits) cls = &c;
-  }
+  const SizeClass* cls = class_of_modulus(n_bits);
   if (cls == nullptr) return KeyStatus::kUnsupportedModulus;
   const auto half_bytes = static_cast<size_t>(cls->modulus_bits / 16);
   for (std::span<const uint8_t> part : {parts.p, parts.q, parts.dp, parts.dq, parts.qinv}) {
