@@ -39,7 +39,8 @@ struct CheckedLane {
 // CheckedOutcome holds lane masks. Every lane is in exactly one of |ok| (the kernels' result,
 // verified), |recomputed| (the kernels' result failed its check and OpenSSL recomputed it) or
 // |failed| (OpenSSL refused too, e.g. input >= n: its output is zeroed; or the key's stored
-// length does not fit its size class, a corrupted key: its buffers are not touched).
+// length does not fit its size class or differs from the EVP_PKEY's, a corrupted key: its
+// buffers are not touched, and no lane of the call goes to the kernels).
 struct CheckedOutcome {
   uint8_t ok = 0;
   uint8_t recomputed = 0;

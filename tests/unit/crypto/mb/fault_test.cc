@@ -284,11 +284,10 @@ TEST(MbRsaFault, CleanBatchRecomputesNothing) {
 // checked API fails that lane, leaves its buffers alone and recomputes the others in software.
 // The checked API also compares the length with the EVP_PKEY's, which catches a corrupted
 // length that still fits the class (200 for a 256-byte key, or 300 with the size changed to
-// RSA-3072); the kernel batch, which has no
-// EVP_PKEY, cannot tell that one, and is not asked to here.
-// Without the check the input copies and bytes_to_limbs read and wrote that many bytes (caught
-// by ASan as a stack-buffer-overflow). RsaKey is standard-layout with the material as its only
-// member, which is how the test reaches it.
+// RSA-3072); the kernel batch, which has no EVP_PKEY, cannot tell that one, and is not asked to
+// here. Without the check the input copies and bytes_to_limbs read and wrote that many bytes (ASan
+// stops at length -1, with negative-size-param). RsaKey is standard-layout with the
+// material as its only member, which is how the test reaches it.
 TEST(MbRsaFault, KeyWithACorruptedLengthOrSizeIsRefused) {
   static_assert(std::is_standard_layout_v<RsaKey>);
   const auto& keys = keys_of(2048);
