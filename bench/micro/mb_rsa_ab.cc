@@ -13,8 +13,6 @@
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -22,6 +20,7 @@
 #include "accelgate/crypto/mb/openssl_rsa.h"
 #include "accelgate/crypto/mb/rsa_key.h"
 #include "kernel_table.h"
+#include "mb_ab_blocks.h"
 
 namespace accelgate::crypto::mb::detail {
 const KernelTable& ifma_kernels_a();
@@ -31,15 +30,6 @@ const KernelTable& ifma_kernels_b();
 namespace {
 
 namespace mb = accelgate::crypto::mb;
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 
@@ -88,7 +78,7 @@ int main(int argc, char** argv) {
         std::exit(1);
       }
     }
-    return seconds_since(t0) / (8.0 * batches);
+    return mb_ab::seconds_since(t0) / (8.0 * batches);
   };
 
   // OpenSSL as mb_rsa measures it: PKCS#1 v1.5 over a SHA-256 digest, blinding and CRT check.
@@ -107,41 +97,18 @@ int main(int argc, char** argv) {
       size_t len = sig.size();
       if (EVP_PKEY_sign(ctx, sig.data(), &len, digest, sizeof(digest)) != 1) std::exit(1);
     }
-    return seconds_since(t0) / signs;
+    return mb_ab::seconds_since(t0) / signs;
   };
 
-  // Per round: OpenSSL, then A and B in alternating order; times are seconds per operation.
-  double total_a = 0, total_b = 0, total_o = 0;
-  std::vector<double> b_over_a, a_over_o, b_over_o;
-  for (int r = 0; r < rounds; ++r) {
-    const double o = sign();
-    double a = 0, b = 0;
-    if (r % 2 == 0) {
-      a = run(kernels_a, job_a);
-      b = run(kernels_b, job_b);
-    } else {
-      b = run(kernels_b, job_b);
-      a = run(kernels_a, job_a);
-    }
-    total_a += a;
-    total_b += b;
-    total_o += o;
-    b_over_a.push_back(a / b);
-    a_over_o.push_back(o / a);
-    b_over_o.push_back(o / b);
-  }
+  char what[32];
+  std::snprintf(what, sizeof(what), "RSA-%d", bits);
+  mb_ab::time_blocks(
+      what, rounds, sign, [&] { return run(kernels_a, job_a); },
+      [&] { return run(kernels_b, job_b); });
   if (out_a != out_b) {
     std::fprintf(stderr, "A and B disagree\n");
     return 1;
   }
-  std::printf("RSA-%d, %d rounds: ops/s OpenSSL %.0f, A %.0f, B %.0f\n", bits, rounds,
-              rounds / total_o, rounds / total_a, rounds / total_b);
-  std::printf("  speed B/A        %.4f (median of blocks %.4f)\n", total_a / total_b,
-              median(b_over_a));
-  std::printf("  A / OpenSSL      %.3f (median of blocks %.3f)\n", total_o / total_a,
-              median(a_over_o));
-  std::printf("  B / OpenSSL      %.3f (median of blocks %.3f)\n", total_o / total_b,
-              median(b_over_o));
   EVP_PKEY_CTX_free(ctx);
   EVP_PKEY_free(pkey);
   std::free(workspace);
