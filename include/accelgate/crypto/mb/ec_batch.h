@@ -120,7 +120,18 @@ void ec_build_tables();
 // EcFieldForTest names the fields of the kernels: the primes and orders of P-256 and P-384
 // (Montgomery arithmetic on 52-bit limbs, 5 or 8 limbs) and GF(2^255 - 19) (radix 2^51, 5 limbs).
 enum class EcFieldForTest { kP256, kP256Order, kP384, kP384Order, k25519 };
-enum class EcFieldOp { kMul, kSqr, kAdd, kSub, kInv, kAddLazy, kSubLazy, kCombine };
+enum class EcFieldOp {
+  kMul,
+  kSqr,
+  kAdd,
+  kSub,
+  kInv,
+  kAddLazy,
+  kSubLazy,
+  kCombine,
+  kMulGrouped,
+  kSqrGrouped
+};
 
 // ec_field_limbs_for_test is the limb count of |field|.
 int ec_field_limbs_for_test(EcFieldForTest field);
@@ -131,7 +142,8 @@ int ec_field_limbs_for_test(EcFieldForTest field);
 // a^(m - 2) with Montgomery multiplications; GF(2^255 - 19): plain arithmetic mod p, results
 // "loose" (fe25519.inc). The primes of P-256 and P-384 only: kAddLazy is a + b and kSubLazy
 // a - b + 2m, both below 4m; kCombine is 8a - 8b mod m in [0, 2m), through fe_fold at the top
-// of its range.
+// of its range. GF(2^255 - 19) only: kMulGrouped is a b + b a + a a and kSqrGrouped a^2 + b^2,
+// each through the X25519 ladder's interleaved products (f25519_mul_wide_n, f25519_sqr_wide_n).
 void ec_field_for_test(Backend backend, EcFieldForTest field, EcFieldOp op, uint64_t* r,
                        const uint64_t* a, const uint64_t* b);
 

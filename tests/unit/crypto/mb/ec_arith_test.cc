@@ -176,6 +176,9 @@ TEST_P(Fields, MatchBignumOnEveryBackend) {
   if (f.field == EcFieldForTest::kP256 || f.field == EcFieldForTest::kP384) {
     ops.insert(ops.end(), {EcFieldOp::kAddLazy, EcFieldOp::kSubLazy, EcFieldOp::kCombine});
   }
+  if (f.field == EcFieldForTest::k25519) {
+    ops.insert(ops.end(), {EcFieldOp::kMulGrouped, EcFieldOp::kSqrGrouped});
+  }
   Bn four_m;
   BN_lshift(four_m.p, m.p, 2);
   const size_t words = 8 * static_cast<size_t>(limbs);
@@ -217,6 +220,21 @@ TEST_P(Fields, MatchBignumOnEveryBackend) {
             BN_mul_word(want.p, 8);
             BN_nnmod(want.p, want.p, m.p, ctx);
             break;
+          case EcFieldOp::kMulGrouped: {  // a b + b a + a a
+            Bn sq;
+            BN_mod_mul(want.p, av.p, bv.p, m.p, ctx);
+            BN_mod_add(want.p, want.p, want.p, m.p, ctx);
+            BN_mod_mul(sq.p, av.p, av.p, m.p, ctx);
+            BN_mod_add(want.p, want.p, sq.p, m.p, ctx);
+            break;
+          }
+          case EcFieldOp::kSqrGrouped: {  // a^2 + b^2
+            Bn sq;
+            BN_mod_mul(want.p, av.p, av.p, m.p, ctx);
+            BN_mod_mul(sq.p, bv.p, bv.p, m.p, ctx);
+            BN_mod_add(want.p, want.p, sq.p, m.p, ctx);
+            break;
+          }
           case EcFieldOp::kInv: {
             // Montgomery: (a / R)^(m - 2) R; GF(2^255 - 19): a^(p - 2).
             Bn e;
