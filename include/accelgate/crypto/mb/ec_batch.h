@@ -142,8 +142,9 @@ int ec_field_limbs_for_test(EcFieldForTest field);
 // a^(m - 2) with Montgomery multiplications; GF(2^255 - 19): plain arithmetic mod p, results
 // "loose" (fe25519.inc). The primes of P-256 and P-384 only: kAddLazy is a + b and kSubLazy
 // a - b + 2m, both below 4m; kCombine is 8a - 8b mod m in [0, 2m), through fe_fold at the top
-// of its range. GF(2^255 - 19) only: kMulGrouped is a b + b a + a a and kSqrGrouped a^2 + b^2,
-// each through the X25519 ladder's interleaved products (f25519_mul_wide_n, f25519_sqr_wide_n).
+// of its range. GF(2^255 - 19) only: kMulGrouped is 2 a b - a^2 and kSqrGrouped a^2 - b^2, each
+// through the X25519 ladder's interleaved products (f25519_mul_wide_n, f25519_sqr_wide_n) and
+// its subtraction without 2p (f25519_sub_offset).
 void ec_field_for_test(Backend backend, EcFieldForTest field, EcFieldOp op, uint64_t* r,
                        const uint64_t* a, const uint64_t* b);
 

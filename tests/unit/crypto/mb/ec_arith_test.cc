@@ -220,19 +220,19 @@ TEST_P(Fields, MatchBignumOnEveryBackend) {
             BN_mul_word(want.p, 8);
             BN_nnmod(want.p, want.p, m.p, ctx);
             break;
-          case EcFieldOp::kMulGrouped: {  // a b + b a + a a
+          case EcFieldOp::kMulGrouped: {  // 2 a b - a^2
             Bn sq;
             BN_mod_mul(want.p, av.p, bv.p, m.p, ctx);
             BN_mod_add(want.p, want.p, want.p, m.p, ctx);
             BN_mod_mul(sq.p, av.p, av.p, m.p, ctx);
-            BN_mod_add(want.p, want.p, sq.p, m.p, ctx);
+            BN_mod_sub(want.p, want.p, sq.p, m.p, ctx);
             break;
           }
-          case EcFieldOp::kSqrGrouped: {  // a^2 + b^2
+          case EcFieldOp::kSqrGrouped: {  // a^2 - b^2
             Bn sq;
             BN_mod_mul(want.p, av.p, av.p, m.p, ctx);
             BN_mod_mul(sq.p, bv.p, bv.p, m.p, ctx);
-            BN_mod_add(want.p, want.p, sq.p, m.p, ctx);
+            BN_mod_sub(want.p, want.p, sq.p, m.p, ctx);
             break;
           }
           case EcFieldOp::kInv: {
