@@ -128,14 +128,16 @@ TEST(MbEcTiming, IfmaEcdhFixedVsRandomKey) {
   EXPECT_LT(std::fabs(t), kMaxAbsT);
 }
 
-// The positive control: the harness must find a leak of 5 % of a batch's time in every one of
+// The positive control: the harness must find a leak of 10 % of a batch's time in every one of
 // its kMeasurements measurements. Class 0 runs, after its ECDH batch, field multiplications
-// worth 5 % of the batch (calibrated here: the machines differ), about what 15 of the batch's
-// 300 point doublings and additions cost. 2026-12-03, Intel Xeon (model 167): t from 40 to 130
-// in 36 measurements idle, 81 to 467 in 24 with busy loops on both cores. Smaller leaks are
-// seen less surely: with the busy loops, 2 % gave t from 15 to 148, 1 % from 14 to 132 (24
-// measurements each).
-TEST(MbEcTiming, HarnessFindsALeakOfFivePercent) {
+// worth 10 % of the batch (calibrated here: the machines differ), about what 30 of the batch's
+// 300 point doublings and additions cost. It was 5 % until 2026-12-07: on an Intel Xeon (model
+// 167, 2026-12-03) 5 % gave t from 40 to 130 in 36 measurements idle, 81 to 467 in 24 with busy
+// loops on both cores (2 % from 15 to 148, 1 % from 14 to 132); on an Intel Xeon model 207 on
+// 2026-12-07, t from 9.2 to 47.6 in 9 measurements, and the test failed in one run of four and
+// once in a full run of the suite (a first measurement below 10 ends it). 10 % there: t from 24
+// to 104 in 18 measurements.
+TEST(MbEcTiming, HarnessFindsALeakOfTenPercent) {
   AG_REQUIRE_IFMA();
   const EcCurve curve = EcCurve::kP256;
   const auto& keys = ec_keys_of(curve);
@@ -162,12 +164,12 @@ TEST(MbEcTiming, HarnessFindsALeakOfFivePercent) {
   };
   const double batch = seconds_of([&] { ecdh_batch(Backend::kIfma, curve, lanes); });
   const double mul = seconds_of([&] { multiply(1000); }) / 1000;
-  const int leak = std::max(1, static_cast<int>(0.05 * batch / mul));
+  const int leak = std::max(1, static_cast<int>(0.10 * batch / mul));
   std::printf("leak: %d field multiplications (%.0f ns each) after a %.1f us batch\n", leak,
               mul * 1e9, batch * 1e6);
   bool leaky = false;
   const double t = replicated_t(
-      "ECDH P-256 with a 5 % leak in class 0", kMaxSamples,
+      "ECDH P-256 with a 10 % leak in class 0", kMaxSamples,
       [&](int cls) {
         RAND_bytes(pick, sizeof(pick));
         for (int l = 0; l < 8; ++l) lanes[l].key = &keys[pick[l] % 4]->key;
