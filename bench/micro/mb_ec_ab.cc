@@ -11,10 +11,10 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "ec_kernel_table.h"
 #include "mb_ab_blocks.h"
@@ -24,11 +24,7 @@ const EcKernelTable& ec_ifma_kernels_a();
 const EcKernelTable& ec_ifma_kernels_b();
 }  // namespace accelgate::crypto::mb::detail
 
-namespace {
-
 namespace mbd = accelgate::crypto::mb::detail;
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 3) {

@@ -13,6 +13,7 @@
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -27,11 +28,7 @@ const KernelTable& ifma_kernels_a();
 const KernelTable& ifma_kernels_b();
 }  // namespace accelgate::crypto::mb::detail
 
-namespace {
-
 namespace mb = accelgate::crypto::mb;
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
