@@ -155,6 +155,8 @@ const OSSL_ALGORITHM* Backend::algorithms(int operation_id) const {
       return algorithms_[index(Operation::kAsymCipher)].data();
     case OSSL_OP_KEYEXCH:
       return algorithms_[index(Operation::kKeyexch)].data();
+    case OSSL_OP_KDF:
+      return kdf_algorithms();
     default:
       return nullptr;
   }

@@ -1,9 +1,11 @@
 #pragma once
 
 // Backend: OpenSSL's default provider in a private library context, shared by every instance of
-// the accelgate provider in the process (the server's built-in one, or the module). Our
-// algorithms forward each call to the default implementation found here, by function id, with
-// the default provider's context and the default key or context that ours wraps.
+// the accelgate provider in the process (the server's built-in one, or the module). Our key
+// managers, signatures, asymmetric ciphers and key exchanges forward each call to the default
+// implementation found here, by function id, with the default provider's context and the default
+// key or context that ours wraps. TLS13-KDF is ours (tls13_kdf.cc) and uses the context only for
+// digests it does not compute itself.
 //
 // acquire() creates it on the first provider init and release() frees it after the last
 // teardown; between the two, get() is valid on every thread. Everything here is read-only after
@@ -110,6 +112,13 @@ std::vector<OSSL_DISPATCH> keymgmt_dispatch(const Backend& backend, Algorithm al
 std::vector<OSSL_DISPATCH> signature_dispatch(const Backend& backend, Algorithm alg);
 std::vector<OSSL_DISPATCH> asym_cipher_dispatch(const Backend& backend, Algorithm alg);
 std::vector<OSSL_DISPATCH> keyexch_dispatch(const Backend& backend, Algorithm alg);
+
+// kdf_algorithms is our OSSL_ALGORITHM array for OSSL_OP_KDF (tls13_kdf.cc): TLS13-KDF, computed
+// by us rather than forwarded.
+const OSSL_ALGORITHM* kdf_algorithms();
+// tls13_kdf_delegations counts the TLS13-KDF derivations passed to the default provider (digests
+// other than SHA-2, or a digest given with properties); SHA-2 ones are ours.
+uint64_t tls13_kdf_delegations();
 
 // DispatchEntry is one candidate function of ours: added to a table when the default provider
 // has |id| (or when |always| is set: functions we implement ourselves).

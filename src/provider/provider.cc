@@ -44,7 +44,9 @@ const OSSL_PARAM* gettable_params(void*) { return kGettableParams; }
 
 int get_params(void*, OSSL_PARAM params[]) {
   OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_NAME);
-  if (p != nullptr && OSSL_PARAM_set_utf8_ptr(p, "accelgate: offloaded RSA, EC and X25519") != 1) {
+  if (p != nullptr &&
+      OSSL_PARAM_set_utf8_ptr(p, "accelgate: offloaded RSA, EC and X25519; TLS 1.3 key schedule") !=
+          1) {
     return 0;
   }
   p = OSSL_PARAM_locate(params, OSSL_PROV_PARAM_VERSION);

@@ -31,7 +31,6 @@
 namespace accelgate::provider::test_support {
 
 using Bytes = std::vector<uint8_t>;
-using Bytes = std::vector<uint8_t>;
 
 struct PkeyFree {
   void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
@@ -41,6 +40,22 @@ struct CtxFree {
   void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
 };
 using PkeyCtx = std::unique_ptr<EVP_PKEY_CTX, CtxFree>;
+
+// self_signed_certificate makes a certificate for |key| (CN=localhost, valid for an hour),
+// signed by it; the caller frees it.
+inline X509* self_signed_certificate(EVP_PKEY* key) {
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+  X509_set_issuer_name(cert, X509_get_subject_name(cert));
+  X509_set_pubkey(cert, key);
+  X509_sign(cert, key, EVP_sha256());
+  return cert;
+}
 
 inline Bytes random_bytes(size_t min, size_t max) {
   uint32_t r = 0;

@@ -115,17 +115,7 @@ TEST_F(ProviderTest, DefaultStillServesTheRest) {
 // (as the server's does) and a plain client, over memory BIOs, with |version| and |group|.
 // Returns "" when it completes with that group.
 std::string handshake(OSSL_LIB_CTX* ctx, TestKey& k, int version, const char* group) {
-  // A self-signed certificate for the plain key.
-  X509* cert = X509_new();
-  X509_set_version(cert, 2);
-  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-  X509_gmtime_adj(X509_getm_notBefore(cert), 0);
-  X509_gmtime_adj(X509_getm_notAfter(cert), 3600);
-  X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
-  X509_set_issuer_name(cert, X509_get_subject_name(cert));
-  X509_set_pubkey(cert, k.plain.get());
-  X509_sign(cert, k.plain.get(), EVP_sha256());
+  X509* cert = self_signed_certificate(k.plain.get());
 
   SSL_CTX* sctx = SSL_CTX_new_ex(ctx, nullptr, TLS_server_method());
   SSL_CTX* cctx = SSL_CTX_new(TLS_client_method());
