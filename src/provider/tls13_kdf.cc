@@ -43,31 +43,50 @@ namespace {
 
 using ByteSpan = std::span<const uint8_t>;
 
-// Secret is a byte string that is cleansed when replaced or freed (keys and salts).
-class Secret {
+// ParamBytes is a byte-string parameter of a context (a key, a salt, a prefix, a label, a
+// context hash): inline up to kInline bytes, which holds every secret, label and transcript hash
+// of TLS 1.3 with the SHA-2 digests, so libssl's derivations allocate nothing for them; longer
+// ones (an FFDHE secret, an external PSK) go to the heap. Cleansed when replaced or freed.
+class ParamBytes {
  public:
-  Secret() = default;
-  Secret(const Secret&) = default;
-  Secret& operator=(const Secret&) = delete;
-  ~Secret() { clear(); }
+  static constexpr size_t kInline = 64;
+
+  ParamBytes() = default;
+  ParamBytes(const ParamBytes& other) {
+    if (other.set_) assign(other.view().data(), other.size_);
+  }
+  ParamBytes& operator=(const ParamBytes&) = delete;
+  ~ParamBytes() { clear(); }
 
   void assign(const void* data, size_t size) {
     clear();
     const auto* p = static_cast<const uint8_t*>(data);
-    bytes_.assign(p, p + size);
+    if (size > kInline) {
+      heap_.assign(p, p + size);
+    } else if (size != 0) {
+      std::memcpy(inline_, p, size);
+    }
+    size_ = size;
     set_ = true;
   }
   void clear() {
-    if (!bytes_.empty()) OPENSSL_cleanse(bytes_.data(), bytes_.size());
-    bytes_.clear();
+    if (size_ > kInline) {
+      OPENSSL_cleanse(heap_.data(), heap_.size());
+      heap_.clear();
+    } else if (size_ != 0) {
+      OPENSSL_cleanse(inline_, size_);
+    }
+    size_ = 0;
     set_ = false;
   }
   bool set() const { return set_; }
-  ByteSpan view() const { return {bytes_.data(), bytes_.size()}; }
+  ByteSpan view() const { return {size_ > kInline ? heap_.data() : inline_, size_}; }
 
  private:
-  std::vector<uint8_t> bytes_;
-  bool set_ = false;
+  uint8_t inline_[kInline];  // only the first size_ bytes are ever read
+  std::vector<uint8_t> heap_;
+  size_t size_ = 0;
+  bool set_ = false;  // given, possibly empty
 };
 
 // The SHA-2 functions, one type per digest, for Sha2Hmac.
@@ -211,11 +230,11 @@ struct KdfCtx {
   Digest digest = Digest::kNone;
   std::string digest_name;
   std::string properties;  // given with the digest (then it is computed by the default provider)
-  Secret key;
-  Secret salt;
-  Secret data;
-  std::vector<uint8_t> prefix;
-  std::vector<uint8_t> label;
+  ParamBytes key;
+  ParamBytes salt;
+  ParamBytes data;
+  ParamBytes prefix;
+  ParamBytes label;
 
   void reset() {
     mode = EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND;
@@ -345,8 +364,7 @@ int set_params(KdfCtx* c, const OSSL_PARAM params[]) {
        {std::pair{OSSL_KDF_PARAM_PREFIX, &c->prefix}, std::pair{OSSL_KDF_PARAM_LABEL, &c->label}}) {
     if ((p = OSSL_PARAM_locate_const(params, name)) != nullptr) {
       if (!get_octets(p, &data, &size)) return fail(PROV_R_INVALID_DATA);
-      const auto* bytes = static_cast<const uint8_t*>(data);
-      field->assign(bytes, bytes + size);
+      field->assign(data, size);
     }
   }
   c->data.clear();
@@ -409,7 +427,8 @@ template <class H>
 int derive_with(const KdfCtx& c, uint8_t* out, size_t out_size) {
   if (c.mode == EVP_KDF_HKDF_MODE_EXPAND_ONLY) {
     if (!c.key.set()) return fail(PROV_R_MISSING_KEY);
-    if (!expand_label<H>(c.key.view(), c.prefix, c.label, c.data.view(), out, out_size)) {
+    if (!expand_label<H>(c.key.view(), c.prefix.view(), c.label.view(), c.data.view(), out,
+                         out_size)) {
       return fail(PROV_R_INVALID_DATA);
     }
     return 1;
@@ -424,7 +443,8 @@ int derive_with(const KdfCtx& c, uint8_t* out, size_t out_size) {
     // OpenSSL reads HashLen bytes of the previous secret whatever its size; TLS always gives
     // HashLen bytes, and anything else is refused here.
     if (c.salt.view().size() != H::kSize) return fail(PROV_R_INVALID_SALT_LENGTH);
-    if (!expand_label<H>(c.salt.view(), c.prefix, c.label, empty_hash<H>(), salt, H::kSize)) {
+    if (!expand_label<H>(c.salt.view(), c.prefix.view(), c.label.view(), empty_hash<H>(), salt,
+                         H::kSize)) {
       return fail(PROV_R_INVALID_DATA);
     }
     salt_view = ByteSpan(salt, H::kSize);
@@ -462,8 +482,8 @@ int derive_elsewhere(const KdfCtx& c, uint8_t* out, size_t out_size) {
   };
   if (c.key.set()) octets(OSSL_KDF_PARAM_KEY, c.key.view());
   if (c.salt.set()) octets(OSSL_KDF_PARAM_SALT, c.salt.view());
-  octets(OSSL_KDF_PARAM_PREFIX, c.prefix);
-  octets(OSSL_KDF_PARAM_LABEL, c.label);
+  if (c.prefix.set()) octets(OSSL_KDF_PARAM_PREFIX, c.prefix.view());
+  if (c.label.set()) octets(OSSL_KDF_PARAM_LABEL, c.label.view());
   if (c.data.set()) octets(OSSL_KDF_PARAM_DATA, c.data.view());
   params.push_back(OSSL_PARAM_construct_end());
   int ok = EVP_KDF_derive(kctx, out, out_size, params.data());
