@@ -8,8 +8,10 @@
 // allocates contexts for every HMAC) around four SHA-384 block computations (about 1.3 µs); that
 // is more CPU per handshake than the X25519 and P-256 operations the mb engine offloads. Here
 // HMAC runs on OpenSSL's SHA-2 block functions directly, with the key's inner and outer states
-// prepared once per derivation. Digests other than SHA-2 (TLS 1.3 uses SHA-256 and SHA-384 only)
-// go to the default provider's TLS13-KDF in the backend's library context, unchanged.
+// prepared once per derivation. Digests other than SHA-2 (TLS 1.3 uses SHA-256 and SHA-384 only),
+// and a digest asked for with properties, go to the default provider's TLS13-KDF in the backend's
+// library context, unchanged (the properties are resolved there, among the default provider's
+// algorithms).
 
 // SHA224_Init & co. are deprecated in OpenSSL 3.0 in favour of EVP_Digest*, whose per-call
 // fetch and dispatch is the cost this file removes; they remain part of 3.x's API.
