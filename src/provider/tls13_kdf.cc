@@ -185,18 +185,8 @@ ByteSpan empty_hash() {
 
 enum class Digest : uint8_t { kNone, kSha224, kSha256, kSha384, kSha512, kOther };
 
-// ascii_iequal compares two names ignoring ASCII case (locale-independent, as OpenSSL's names).
-bool ascii_iequal(const char* a, const char* b) {
-  for (; *a != '\0' && *b != '\0'; ++a, ++b) {
-    char x = *a >= 'a' && *a <= 'z' ? static_cast<char>(*a - 'a' + 'A') : *a;
-    char y = *b >= 'a' && *b <= 'z' ? static_cast<char>(*b - 'a' + 'A') : *b;
-    if (x != y) return false;
-  }
-  return *a == *b;
-}
-
 // digest_of recognises the names OpenSSL 3.0 gives the SHA-2 digests we compute (libssl passes
-// the first, e.g. "SHA2-384"); any other name is kOther.
+// the first, e.g. "SHA2-384"), ignoring case as OpenSSL does; any other name is kOther.
 Digest digest_of(const char* name) {
   struct Name {
     const char* name;
@@ -221,7 +211,7 @@ Digest digest_of(const char* name) {
       {"2.16.840.1.101.3.4.2.3", Digest::kSha512},
   };
   for (const Name& n : kNames) {
-    if (ascii_iequal(name, n.name)) return n.digest;
+    if (OPENSSL_strcasecmp(name, n.name) == 0) return n.digest;
   }
   return Digest::kOther;
 }
@@ -271,11 +261,11 @@ bool set_mode(KdfCtx* c, const OSSL_PARAM* p) {
   if (p->data_type == OSSL_PARAM_UTF8_STRING) {
     const char* s = static_cast<const char*>(p->data);
     if (s == nullptr) return false;
-    if (ascii_iequal(s, "EXTRACT_AND_EXPAND")) {
+    if (OPENSSL_strcasecmp(s, "EXTRACT_AND_EXPAND") == 0) {
       c->mode = EVP_KDF_HKDF_MODE_EXTRACT_AND_EXPAND;
-    } else if (ascii_iequal(s, "EXTRACT_ONLY")) {
+    } else if (OPENSSL_strcasecmp(s, "EXTRACT_ONLY") == 0) {
       c->mode = EVP_KDF_HKDF_MODE_EXTRACT_ONLY;
-    } else if (ascii_iequal(s, "EXPAND_ONLY")) {
+    } else if (OPENSSL_strcasecmp(s, "EXPAND_ONLY") == 0) {
       c->mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
     } else {
       return false;
