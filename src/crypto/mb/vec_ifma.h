@@ -19,6 +19,9 @@ struct VecIfma {
   // kGroupedSquare: montgomery.inc's square_columns_grouped pays here (an addition takes a
   // multiply-add's port slot on Intel's 512-bit units).
   static constexpr bool kGroupedSquare = true;
+  // kPinnedSquareLimbs: limbs of m that montgomery.inc's squaring rows hold in registers for a
+  // whole reduction instead of loading them every row (reduce_rows_rotating).
+  static constexpr int kPinnedSquareLimbs = 8;
 
   static VecIfma zero() { return {_mm512_setzero_si512()}; }
   static VecIfma set1(uint64_t x) { return {_mm512_set1_epi64(static_cast<long long>(x))}; }
