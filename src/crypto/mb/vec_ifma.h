@@ -16,12 +16,12 @@ struct VecIfma {
 
   using Mask = __mmask8;
 
-  // kGroupedSquare: montgomery.inc's square_columns_grouped pays here (an addition takes a
-  // multiply-add's port slot on Intel's 512-bit units).
-  static constexpr bool kGroupedSquare = true;
-  // kPinnedSquareLimbs: limbs of m that montgomery.inc's squaring rows hold in registers for a
-  // whole reduction instead of loading them every row (reduce_rows_rotating).
-  static constexpr int kPinnedSquareLimbs = 8;
+  // kGroupedColumns: montgomery.inc's square_columns_grouped and product_columns pay here (an
+  // addition takes a multiply-add's port slot on Intel's 512-bit units; fewer loads).
+  static constexpr bool kGroupedColumns = true;
+  // kPinnedModulusLimbs: limbs of m that montgomery.inc's reduce-only rows hold in registers for
+  // a whole reduction instead of loading them every row (reduce_rows_rotating).
+  static constexpr int kPinnedModulusLimbs = 8;
 
   static VecIfma zero() { return {_mm512_setzero_si512()}; }
   static VecIfma set1(uint64_t x) { return {_mm512_set1_epi64(static_cast<long long>(x))}; }
