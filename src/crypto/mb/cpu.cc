@@ -47,7 +47,8 @@ IfmaSupport detect_ifma() {
 Backend best_backend() { return detect_ifma().usable ? Backend::kIfma : Backend::kPortable; }
 
 const char* backend_name(Backend backend) {
-  return backend == Backend::kIfma ? "ifma" : "portable";
+  if (backend == Backend::kIfma) return "ifma";
+  return backend == Backend::kPortableIfmaShapes ? "portable-ifma-shapes" : "portable";
 }
 
 }  // namespace accelgate::crypto::mb

@@ -11,6 +11,7 @@
 
 #include "ec_curves.h"
 #include "ec_kernel_table.h"
+#include "kernel_table.h"  // kIfmaPinnedModulusLimbs, which vec_ifma.h names
 
 // Every function from here to ifma_target_end.h is compiled for AVX-512 IFMA.
 #include "ifma_target_begin.h"

@@ -1,7 +1,7 @@
 #pragma once
 
 // KernelTable: the entry points one back end exports (kernels_portable.cc, kernels_ifma.cc). The
-// kernels themselves are one source, kernels.inc, compiled once per back end.
+// kernels themselves are one source, montgomery.inc and rsa.inc, compiled once per back end.
 
 #include <cstddef>
 #include <cstdint>
@@ -38,7 +38,15 @@ struct KernelTable {
   void (*ams)(int limbs, uint64_t* r, const uint64_t* a, const uint64_t* m, const uint64_t* k0);
 };
 
+// kIfmaPinnedModulusLimbs: how many limbs of the modulus the IFMA back end's reduce-only rows
+// hold in registers (montgomery.inc, reduce_rows_rotating); VecIfma and the portable type with
+// the IFMA shapes both take it from here.
+inline constexpr int kIfmaPinnedModulusLimbs = 8;
+
 const KernelTable& portable_kernels();
+// portable_ifma_shapes_kernels: the portable arithmetic in the IFMA back end's loop shapes
+// (Backend::kPortableIfmaShapes).
+const KernelTable& portable_ifma_shapes_kernels();
 // ifma_kernels may be called only when detect_ifma().usable.
 const KernelTable& ifma_kernels();
 

@@ -12,7 +12,15 @@ namespace accelgate::crypto::mb {
 namespace {
 
 const detail::KernelTable& kernels(Backend backend) {
-  return backend == Backend::kIfma ? detail::ifma_kernels() : detail::portable_kernels();
+  switch (backend) {
+    case Backend::kIfma:
+      return detail::ifma_kernels();
+    case Backend::kPortableIfmaShapes:
+      return detail::portable_ifma_shapes_kernels();
+    case Backend::kPortable:
+      break;
+  }
+  return detail::portable_kernels();
 }
 
 struct FreeDeleter {

@@ -1,9 +1,9 @@
 #pragma once
 
 // VecIfma: the 8-lane vector type on AVX-512 IFMA (DESIGN.md, "The multi-buffer kernels"); one
-// __m512i, masks in opmask registers. Include only from kernels_ifma.cc, after its
-// `#pragma GCC target`, so that every function here carries the AVX-512 target attribute and
-// nothing else in the binary does.
+// __m512i, masks in opmask registers. Include only from kernels_ifma.cc and ec_kernels_ifma.cc,
+// after their `#pragma GCC target` and after kernel_table.h, so that every function here carries
+// the AVX-512 target attribute and nothing else in the binary does.
 
 #include <immintrin.h>
 
@@ -16,12 +16,13 @@ struct VecIfma {
 
   using Mask = __mmask8;
 
-  // kGroupedColumns: montgomery.inc's square_columns_grouped and product_columns pay here (an
-  // addition takes a multiply-add's port slot on Intel's 512-bit units; fewer loads).
+  // kGroupedColumns: montgomery.inc's grouped column forms (square_columns_grouped for 20 limbs,
+  // square_columns_swept for 30 and 40, product_columns and reduce-only rows in amm) pay here:
+  // an addition takes a multiply-add's port slot on Intel's 512-bit units, and they load less.
   static constexpr bool kGroupedColumns = true;
   // kPinnedModulusLimbs: limbs of m that montgomery.inc's reduce-only rows hold in registers for
   // a whole reduction instead of loading them every row (reduce_rows_rotating).
-  static constexpr int kPinnedModulusLimbs = 8;
+  static constexpr int kPinnedModulusLimbs = accelgate::crypto::mb::detail::kIfmaPinnedModulusLimbs;
 
   static VecIfma zero() { return {_mm512_setzero_si512()}; }
   static VecIfma set1(uint64_t x) { return {_mm512_set1_epi64(static_cast<long long>(x))}; }

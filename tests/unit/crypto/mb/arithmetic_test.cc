@@ -78,8 +78,10 @@ BIGNUM* get(const std::vector<uint64_t>& v, int limbs, int lane) {
 }
 
 // random_operands: odd m of 52 * limbs - 2 bits (the largest the almost reduction allows),
-// a, b < 2m, per lane; k0 = -m^-1 mod 2^52.
-Operands random_operands(int limbs, BN_CTX* ctx) {
+// a, b < 2m, per lane; k0 = -m^-1 mod 2^52. |extreme|: the largest operands instead, m =
+// 2^(52 limbs - 2) - 1 and a = b = 2m - 1 (every limb of m all ones: the most terms near 2^52
+// in every accumulator).
+Operands random_operands(int limbs, BN_CTX* ctx, bool extreme = false) {
   Operands o(limbs);
   BIGNUM* m = BN_new();
   BIGNUM* x = BN_new();
@@ -88,12 +90,22 @@ Operands random_operands(int limbs, BN_CTX* ctx) {
   BN_set_word(base, 1);
   BN_lshift(base, base, 52);
   for (int l = 0; l < 8; ++l) {
-    BN_rand(m, 52 * limbs - 2, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ODD);
+    if (extreme) {
+      BN_set_word(m, 1);
+      BN_lshift(m, m, 52 * limbs - 2);
+      BN_sub_word(m, 1);
+    } else {
+      BN_rand(m, 52 * limbs - 2, BN_RAND_TOP_ONE, BN_RAND_BOTTOM_ODD);
+    }
     put(o.m, limbs, l, m);
     BN_lshift1(two_m, m);
-    BN_rand_range(x, two_m);
+    if (extreme) {
+      BN_sub(x, two_m, BN_value_one());
+    } else {
+      BN_rand_range(x, two_m);
+    }
     put(o.a, limbs, l, x);
-    BN_rand_range(x, two_m);
+    if (!extreme) BN_rand_range(x, two_m);
     put(o.b, limbs, l, x);
     BIGNUM* inv = BN_mod_inverse(nullptr, m, base, ctx);
     BN_sub(inv, base, inv);
@@ -128,31 +140,38 @@ void check_amm(const Operands& o, const std::vector<uint64_t>& r, bool square, B
 
 class Amm : public ::testing::TestWithParam<int> {};
 
-// Amm.MatchesBignumOnEveryBackend: 20 random operand sets per size; both back ends agree bit
-// for bit (including the almost-reduced representation) and match BIGNUM.
+// Amm.MatchesBignumOnEveryBackend: 20 random operand sets per size and the largest operands;
+// every back end agrees bit for bit (including the almost-reduced representation) and matches
+// BIGNUM. The IFMA back end only where the CPU has it (the test says so once per size).
 TEST_P(Amm, MatchesBignumOnEveryBackend) {
   BN_CTX* ctx = BN_CTX_new();
   const int limbs = GetParam();
-  for (int round = 0; round < 20; ++round) {
-    const Operands o = random_operands(limbs, ctx);
+  std::vector<Backend> others{Backend::kPortableIfmaShapes};
+  if (detect_ifma().usable) {
+    others.push_back(Backend::kIfma);
+  } else {
+    std::printf("IFMA back end not compared for %d limbs: %s\n", limbs, detect_ifma().reason);
+  }
+  for (int round = 0; round <= 20; ++round) {
+    const Operands o = random_operands(limbs, ctx, round == 20);
     for (bool square : {false, true}) {
-      std::vector<uint64_t> portable(8 * limbs), ifma(8 * limbs);
-      if (square) {
-        ams_for_test(Backend::kPortable, limbs, portable.data(), o.a.data(), o.m.data(),
-                     o.k0.data());
-      } else {
-        amm_for_test(Backend::kPortable, limbs, portable.data(), o.a.data(), o.b.data(), o.m.data(),
-                     o.k0.data());
-      }
+      std::vector<uint64_t> portable(8 * limbs);
+      auto run = [&](Backend backend, std::vector<uint64_t>* r) {
+        if (square) {
+          ams_for_test(backend, limbs, r->data(), o.a.data(), o.m.data(), o.k0.data());
+        } else {
+          amm_for_test(backend, limbs, r->data(), o.a.data(), o.b.data(), o.m.data(),
+                       o.k0.data());
+        }
+      };
+      run(Backend::kPortable, &portable);
       check_amm(o, portable, square, ctx);
-      if (!detect_ifma().usable) continue;
-      if (square) {
-        ams_for_test(Backend::kIfma, limbs, ifma.data(), o.a.data(), o.m.data(), o.k0.data());
-      } else {
-        amm_for_test(Backend::kIfma, limbs, ifma.data(), o.a.data(), o.b.data(), o.m.data(),
-                     o.k0.data());
+      for (Backend backend : others) {
+        std::vector<uint64_t> r(8 * limbs);
+        run(backend, &r);
+        ASSERT_EQ(portable, r) << backend_name(backend) << ", limbs " << limbs << ", square "
+                               << square << ", round " << round;
       }
-      ASSERT_EQ(portable, ifma) << "limbs " << limbs << " square " << square;
     }
   }
   BN_CTX_free(ctx);
@@ -160,10 +179,9 @@ TEST_P(Amm, MatchesBignumOnEveryBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Limbs, Amm, ::testing::Values(20, 30, 40));
 
-// IfmaEqualsPortable: whole RSA batches, bit for bit, on both back ends (skipped, visibly, on
-// a CPU without IFMA; this project's CI machine has it).
-TEST(MbBackends, IfmaEqualsPortableBitForBit) {
-  if (!detect_ifma().usable) GTEST_SKIP() << "IFMA back end unavailable: " << detect_ifma().reason;
+// expect_same_batches runs whole RSA batches (two rounds of eight lanes over four keys per
+// size) on the portable back end and on |other| and expects the same bytes.
+void expect_same_batches(Backend other) {
   for (int bits : {2048, 3072, 4096}) {
     const auto& keys = keys_of(bits);
     const int bytes = keys[0]->bytes;
@@ -176,12 +194,26 @@ TEST(MbBackends, IfmaEqualsPortableBitForBit) {
         lb[l] = {&keys[(l + round) % 4]->key, &in[l * bytes], &b[l * bytes]};
       }
       const BatchOutcome oa = rsa_private_batch(Backend::kPortable, la);
-      const BatchOutcome ob = rsa_private_batch(Backend::kIfma, lb);
+      const BatchOutcome ob = rsa_private_batch(other, lb);
       EXPECT_EQ(oa.verified, 0xFF);
       EXPECT_EQ(ob.verified, 0xFF);
-      EXPECT_EQ(a, b) << "RSA-" << bits;
+      EXPECT_EQ(a, b) << "RSA-" << bits << ", " << backend_name(other);
     }
   }
+}
+
+// IfmaEqualsPortable: whole RSA batches, bit for bit, on both back ends (skipped, visibly, on
+// a CPU without IFMA; this project's CI machine has it).
+TEST(MbBackends, IfmaEqualsPortableBitForBit) {
+  if (!detect_ifma().usable) GTEST_SKIP() << "IFMA back end unavailable: " << detect_ifma().reason;
+  expect_same_batches(Backend::kIfma);
+}
+
+// PortableIfmaShapesEqualsPortable: the IFMA back end's loop shapes on the portable vector type
+// (what crypto_mb_ct_valgrind checks for the IFMA back end) give the same batches, on any CPU.
+TEST(MbBackends, PortableIfmaShapesEqualsPortableBitForBit) {
+  EXPECT_STREQ(backend_name(Backend::kPortableIfmaShapes), "portable-ifma-shapes");
+  expect_same_batches(Backend::kPortableIfmaShapes);
 }
 
 }  // namespace

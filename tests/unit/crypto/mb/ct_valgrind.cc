@@ -1,15 +1,17 @@
 // crypto_mb_ct_valgrind: the constant-time proof of issue 5, item 2 (DESIGN.md, "The
 // multi-buffer kernels"). Run under `valgrind --error-exitcode=1`: the secret inputs (p, q, dP,
 // dQ, qInv and the messages) are marked undefined with memcheck's client requests before key
-// preparation and the batch run on the portable back end (valgrind 3.19 cannot execute
-// AVX-512; the portable back end has the IFMA one's control flow and memory indices). Any
-// branch or address computed from them makes memcheck report "Conditional jump or move depends
-// on uninitialised value(s)" or "Use of uninitialised value", and the run fails. Results are
-// marked defined again only after the kernels return, and compared against OpenSSL.
+// preparation and the batches run on the portable back end in both of its loop shapes
+// (valgrind 3.19 cannot execute AVX-512): its own, and the IFMA back end's
+// (Backend::kPortableIfmaShapes: the control flow and memory indices the IFMA back end runs).
+// Any branch or address computed from a secret makes memcheck report "Conditional jump or move
+// depends on uninitialised value(s)" or "Use of uninitialised value", and the run fails.
+// Results are marked defined again only after the kernels return, and compared against OpenSSL.
 //
-// `--bits B` runs one size only. `--leak` is the negative control: it branches on a secret on
-// purpose, and CTest expects the report (crypto_mb_ct_valgrind_detects_leak), which shows the
-// harness can fail.
+// `--bits B` runs one size only, `--backend portable|portable-ifma-shapes` one back end only
+// (both for callgrind counts, src/crypto/mb/README.md). `--leak` is the negative control: it
+// branches on a secret on purpose, and CTest expects the report
+// (crypto_mb_ct_valgrind_detects_leak), which shows the harness can fail.
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "accelgate/crypto/mb/cpu.h"
 #include "accelgate/crypto/mb/openssl_rsa.h"
 #include "accelgate/crypto/mb/rsa_batch.h"
 #include "accelgate/crypto/mb/rsa_key.h"
@@ -53,8 +56,9 @@ std::vector<uint8_t> part(EVP_PKEY* pkey, const char* name, int len) {
 
 void mark_secret(std::vector<uint8_t>& v) { VALGRIND_MAKE_MEM_UNDEFINED(v.data(), v.size()); }
 
-// run_size checks one batch of eight lanes over two keys of |bits|; returns false on mismatch.
-bool run_size(int bits, bool leak) {
+// run_size checks one batch of eight lanes over two keys of |bits| on |backend|; returns false
+// on mismatch.
+bool run_size(int bits, mb::Backend backend, bool leak) {
   EVP_PKEY* pkeys[2] = {load_key("rsa" + std::to_string(bits) + "_0.pem"),
                         load_key("rsa" + std::to_string(bits) + "_1.pem")};
   if (pkeys[0] == nullptr || pkeys[1] == nullptr) {
@@ -86,11 +90,11 @@ bool run_size(int bits, bool leak) {
   mark_secret(in);
   mb::RsaLane lanes[8];
   for (int l = 0; l < 8; ++l) lanes[l] = {&keys[l % 2], &in[l * bytes], &out[l * bytes]};
-  mb::BatchOutcome outcome = mb::rsa_private_batch(mb::Backend::kPortable, lanes);
+  mb::BatchOutcome outcome = mb::rsa_private_batch(backend, lanes);
   VALGRIND_MAKE_MEM_DEFINED(&outcome, sizeof(outcome));
   VALGRIND_MAKE_MEM_DEFINED(out.data(), out.size());
   const bool ok = outcome.verified == 0xFF && out == want;
-  std::printf("RSA-%d: 8 lanes, 2 keys, portable back end: %s\n", bits,
+  std::printf("RSA-%d: 8 lanes, 2 keys, %s back end: %s\n", bits, mb::backend_name(backend),
               ok ? "match OpenSSL" : "MISMATCH");
   EVP_PKEY_free(pkeys[0]);
   EVP_PKEY_free(pkeys[1]);
@@ -102,19 +106,31 @@ bool run_size(int bits, bool leak) {
 int main(int argc, char** argv) {
   bool leak = false;
   std::vector<int> sizes{2048, 3072, 4096};
+  std::vector<mb::Backend> backends{mb::Backend::kPortable, mb::Backend::kPortableIfmaShapes};
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--leak") == 0) {
       leak = true;
       sizes = {2048};
+      backends = {mb::Backend::kPortable};
     } else if (std::strcmp(argv[i], "--bits") == 0 && i + 1 < argc) {
       sizes = {std::atoi(argv[++i])};  // one size, e.g. for callgrind (README.md)
+    } else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      const char* name = argv[++i];
+      backends.clear();
+      for (mb::Backend b : {mb::Backend::kPortable, mb::Backend::kPortableIfmaShapes}) {
+        if (std::strcmp(name, mb::backend_name(b)) == 0) backends = {b};
+      }
+      if (backends.empty()) {
+        std::fprintf(stderr, "unknown back end %s\n", name);
+        return 2;
+      }
     }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (!RUNNING_ON_VALGRIND) std::puts("note: not running under valgrind; checking results only");
   bool ok = true;
-  for (int bits : sizes) {
-    ok = run_size(bits, leak) && ok;
+  for (mb::Backend backend : backends) {
+    for (int bits : sizes) ok = run_size(bits, backend, leak) && ok;
   }
   const unsigned errors = VALGRIND_COUNT_ERRORS;
   std::printf("memcheck errors: %u\n", errors);
