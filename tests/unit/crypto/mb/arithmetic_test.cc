@@ -160,8 +160,7 @@ TEST_P(Amm, MatchesBignumOnEveryBackend) {
         if (square) {
           ams_for_test(backend, limbs, r->data(), o.a.data(), o.m.data(), o.k0.data());
         } else {
-          amm_for_test(backend, limbs, r->data(), o.a.data(), o.b.data(), o.m.data(),
-                       o.k0.data());
+          amm_for_test(backend, limbs, r->data(), o.a.data(), o.b.data(), o.m.data(), o.k0.data());
         }
       };
       run(Backend::kPortable, &portable);
